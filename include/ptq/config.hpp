@@ -1,0 +1,15 @@
+// The config layer: parse, check, resolve and write simple configs. Standard library only.
+// Add <ptq/config_json.hpp> for the detailed JSON config (needs nlohmann_json).
+#pragma once
+
+#include "ptq/config/api.hpp"
+#include "ptq/config/diagnostics.hpp"
+#include "ptq/config/layer_types.hpp"
+#include "ptq/config/lexer.hpp"
+#include "ptq/config/model.hpp"
+#include "ptq/config/parser.hpp"
+#include "ptq/config/resolve.hpp"
+#include "ptq/config/text_tree.hpp"
+#include "ptq/config/validate.hpp"
+#include "ptq/config/writer.hpp"
+#include "ptq/version.hpp"

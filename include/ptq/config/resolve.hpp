@@ -1,0 +1,500 @@
+// Per-layer resolution of a simple config against a model's layer list (spec §4.3): the
+// toolkit's precedence, defaults and degradations, giving the detailed per-layer config.
+// Standard library only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ptq/config/diagnostics.hpp"
+#include "ptq/config/layer_types.hpp"
+#include "ptq/config/model.hpp"
+#include "ptq/detail/float_format.hpp"
+
+namespace ptq {
+
+/// A quantizable layer of the model, as resolution needs it.
+struct layer_info {
+  std::string name;
+  layer_type type = layer_type::conv2d;
+  bool has_bias = true;                       ///< a Linear without bias cannot take INT16
+  std::optional<std::uint32_t> in_channels;   ///< INT4 weights need an even Cin (unknown: even)
+  std::uint32_t groups = 1;                   ///< INT4 weights need groups == 1
+};
+
+enum class activation_algo : std::uint8_t { ifmr, hfmg };
+enum class weight_algo : std::uint8_t { arq, ada };
+
+[[nodiscard]] constexpr std::string_view to_string(activation_algo a) noexcept {
+  return a == activation_algo::ifmr ? "ifmr" : "hfmg";
+}
+[[nodiscard]] constexpr std::string_view to_string(weight_algo a) noexcept {
+  return a == weight_algo::arq ? "arq_quantize" : "ada_quantize";
+}
+
+/// `activation_quant_params` of one layer. IFMR fields are meaningful for IFMR only,
+/// `num_of_bins` for HFMG only.
+template <class Float = float>
+struct basic_activation_params {
+  std::uint32_t num_bits = 8;
+  activation_algo algo = activation_algo::ifmr;
+  bool asymmetric = true;
+  Float max_percentile = static_cast<Float>(defaults::max_percentile);
+  Float min_percentile = static_cast<Float>(defaults::min_percentile);
+  Float search_range_start = static_cast<Float>(defaults::search_range_start);
+  Float search_range_end = static_cast<Float>(defaults::search_range_end);
+  Float search_step = static_cast<Float>(defaults::search_step);
+  std::uint32_t num_of_bins = defaults::num_of_bins;
+  friend bool operator==(const basic_activation_params& a, const basic_activation_params& b) {
+    if (a.num_bits != b.num_bits || a.algo != b.algo || a.asymmetric != b.asymmetric) return false;
+    if (a.algo == activation_algo::hfmg) return a.num_of_bins == b.num_of_bins;
+    return a.max_percentile == b.max_percentile && a.min_percentile == b.min_percentile &&
+           a.search_range_start == b.search_range_start &&
+           a.search_range_end == b.search_range_end && a.search_step == b.search_step;
+  }
+};
+
+/// `weight_quant_params` of one layer. The ADA fields are meaningful for ADA only.
+template <class Float = float>
+struct basic_weight_params {
+  std::uint32_t num_bits = 8;
+  weight_algo algo = weight_algo::arq;
+  bool channel_wise = true;
+  std::uint32_t num_iteration = defaults::num_iteration;
+  Float reg_param = static_cast<Float>(defaults::reg_param);
+  Float warm_start = static_cast<Float>(defaults::warm_start);
+  Float beta_range_start = static_cast<Float>(defaults::beta_range_start);
+  Float beta_range_end = static_cast<Float>(defaults::beta_range_end);
+  friend bool operator==(const basic_weight_params& a, const basic_weight_params& b) {
+    if (a.num_bits != b.num_bits || a.algo != b.algo || a.channel_wise != b.channel_wise) {
+      return false;
+    }
+    if (a.algo == weight_algo::arq) return true;
+    return a.num_iteration == b.num_iteration && a.reg_param == b.reg_param &&
+           a.warm_start == b.warm_start && a.beta_range_start == b.beta_range_start &&
+           a.beta_range_end == b.beta_range_end;
+  }
+};
+
+/// One layer's effective config: an entry of the detailed JSON config.
+template <class Float = float>
+struct basic_resolved_layer {
+  std::string name;
+  std::optional<layer_type> type;  ///< unknown when read back from JSON
+  bool quant_enable = true;
+  std::optional<Float> dmq_balancer_param;
+  basic_activation_params<Float> activation;
+  /// Absent where the toolkit deletes the weight params: ADA given through common_config to a
+  /// type without AdaRound. Such a layer's weights are calibrated with ARQ defaults.
+  std::optional<basic_weight_params<Float>> weight;
+  friend bool operator==(const basic_resolved_layer& a, const basic_resolved_layer& b) {
+    return a.name == b.name && a.quant_enable == b.quant_enable &&
+           a.dmq_balancer_param == b.dmq_balancer_param && a.activation == b.activation &&
+           a.weight == b.weight;
+  }
+};
+
+/// The detailed JSON quant config (spec §4.4): globals plus one entry per layer, by name.
+template <class Float = float>
+struct basic_resolved_config {
+  std::uint32_t version = 1;
+  std::uint32_t batch_num = defaults::batch_num;
+  bool activation_offset = defaults::activation_offset;
+  bool do_fusion = defaults::do_fusion;
+  std::optional<ptq::fakequant_precision_mode> fakequant_precision_mode;
+  std::vector<std::string> skip_fusion_layers;
+  std::vector<basic_resolved_layer<Float>> layers;  ///< sorted by name
+
+  [[nodiscard]] const basic_resolved_layer<Float>* find(std::string_view name) const noexcept {
+    for (const auto& l : layers) {
+      if (l.name == name) return &l;
+    }
+    return nullptr;
+  }
+  friend bool operator==(const basic_resolved_config& a, const basic_resolved_config& b) {
+    return a.version == b.version && a.batch_num == b.batch_num &&
+           a.activation_offset == b.activation_offset && a.do_fusion == b.do_fusion &&
+           a.fakequant_precision_mode == b.fakequant_precision_mode &&
+           a.skip_fusion_layers == b.skip_fusion_layers && a.layers == b.layers;
+  }
+};
+
+using resolved_layer = basic_resolved_layer<float>;
+using resolved_config = basic_resolved_config<float>;
+
+/// Options of `resolve_config`.
+struct resolve_options {
+  /// Reproduce the toolkit's rejection of `channel_wise: true` inherited from common_config by
+  /// a Linear or AvgPool2d layer. Off (default): fall back to per tensor with a warning.
+  bool strict_channel_wise = false;
+};
+
+namespace detail {
+
+enum class block_source : std::uint8_t { none, common, legacy, override_type, override_layer };
+
+template <class Float>
+class config_resolver {
+ public:
+  config_resolver(const basic_amct_config<Float>& c, resolve_options opt,
+                  std::vector<diagnostic>& diags)
+      : c_(c), opt_(opt), diags_(diags) {}
+
+  std::optional<basic_resolved_config<Float>> run(const std::vector<layer_info>& layers) {
+    const std::size_t errors_before = error_count();
+    check_layer_list(layers);
+    if (error_count() != errors_before) return std::nullopt;
+    check_names(layers);
+
+    basic_resolved_config<Float> out;
+    out.batch_num = c_.batch_num.value_or(defaults::batch_num);
+    out.activation_offset = c_.activation_offset.value_or(defaults::activation_offset);
+    out.do_fusion = c_.do_fusion.value_or(defaults::do_fusion);
+    out.fakequant_precision_mode = c_.fakequant_precision_mode.value;
+    for (const auto& s : c_.skip_fusion_layers) out.skip_fusion_layers.push_back(s.value);
+
+    bool any_enabled = false;
+    for (const auto& l : layers) {
+      out.layers.push_back(resolve_layer(l));
+      any_enabled = any_enabled || out.layers.back().quant_enable;
+    }
+    if (!any_enabled && error_count() == errors_before) {
+      error(diag_code::nothing_to_quantize,
+            "no layer is left to quantize: every layer is skipped by skip_layers or "
+            "skip_layer_types",
+            {});
+    }
+    std::sort(out.layers.begin(), out.layers.end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    if (error_count() != errors_before) return std::nullopt;
+    return out;
+  }
+
+ private:
+  using calib = basic_calibration_config<Float>;
+
+  [[nodiscard]] std::size_t error_count() const {
+    return static_cast<std::size_t>(std::count_if(diags_.begin(), diags_.end(), is_error));
+  }
+  void error(diag_code code, std::string message, source_region where, std::string note = {}) {
+    diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
+  }
+  void warning(std::string message, source_region where) {
+    diags_.push_back({diag_code::degraded_setting, severity::warning, std::move(message), where, {}});
+  }
+
+  void check_layer_list(const std::vector<layer_info>& layers) {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i].name.empty()) {
+        error(diag_code::bad_layer_list, "layer " + std::to_string(i) + " of the layer list has no name", {});
+      }
+      for (std::size_t j = 0; j < i; ++j) {
+        if (layers[j].name == layers[i].name && !layers[i].name.empty()) {
+          error(diag_code::bad_layer_list,
+                "the layer list names layer '" + layers[i].name + "' twice", {});
+          break;
+        }
+      }
+    }
+  }
+
+  const layer_info* find(const std::vector<layer_info>& layers, std::string_view name) const {
+    for (const auto& l : layers) {
+      if (l.name == name) return &l;
+    }
+    return nullptr;
+  }
+
+  std::string closest(const std::vector<layer_info>& layers, std::string_view name) const {
+    std::vector<std::string_view> names;
+    for (const auto& l : layers) names.push_back(l.name);
+    std::string_view best;
+    std::size_t best_d = ~std::size_t{0};
+    for (const auto n : names) {
+      // Plain Levenshtein; small lists only.
+      std::vector<std::size_t> row(n.size() + 1);
+      for (std::size_t j = 0; j <= n.size(); ++j) row[j] = j;
+      for (std::size_t i = 1; i <= name.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= n.size(); ++j) {
+          const std::size_t up = row[j];
+          row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == n[j - 1] ? 0U : 1U)});
+          diag = up;
+        }
+      }
+      if (row[n.size()] < best_d) {
+        best_d = row[n.size()];
+        best = n;
+      }
+    }
+    if (!best.empty() && best_d <= std::max<std::size_t>(2, name.size() / 3)) {
+      return "did you mean '" + std::string(best) + "'?";
+    }
+    return {};
+  }
+
+  void check_names(const std::vector<layer_info>& layers) {
+    for (const auto& s : c_.skip_layers) {
+      if (!find(layers, s.value)) {
+        error(diag_code::unknown_layer,
+              "skip_layers names layer '" + s.value + "', which is not in the model", s.where,
+              closest(layers, s.value));
+      }
+    }
+    for (const auto& o : c_.override_layer_configs) {
+      if (o.layer_name.has_value() && !find(layers, *o.layer_name)) {
+        error(diag_code::unknown_layer,
+              "override_layer_configs names layer '" + *o.layer_name +
+                  "', which is not in the model",
+              o.layer_name.where, closest(layers, *o.layer_name));
+      }
+    }
+    for (const auto& s : c_.skip_fusion_layers) {
+      const auto* l = find(layers, s.value);
+      if (!l) {
+        error(diag_code::unknown_layer,
+              "skip_fusion_layers names layer '" + s.value + "', which is not in the model",
+              s.where, closest(layers, s.value));
+      } else if (!supports_bn_fusion(l->type)) {
+        error(diag_code::not_fusable,
+              "skip_fusion_layers names layer '" + s.value + "' of type " +
+                  std::string(to_string(l->type)) +
+                  "; only Conv1d, Conv2d and Conv3d layers are fused with BatchNorm",
+              s.where);
+      }
+    }
+  }
+
+  struct chosen {
+    const calib* block = nullptr;
+    block_source source = block_source::none;
+    [[nodiscard]] bool via_override() const noexcept {
+      return source == block_source::override_type || source == block_source::override_layer;
+    }
+  };
+
+  chosen choose(const layer_info& l) const {
+    const calib* found = nullptr;
+    for (const auto& o : c_.override_layer_configs) {  // the last of duplicates is an error anyway
+      if (o.layer_name.has_value() && *o.layer_name == l.name && o.calibration_config) {
+        found = &*o.calibration_config;
+      }
+    }
+    if (found) return {found, block_source::override_layer};
+    for (const auto& o : c_.override_layer_types) {
+      if (o.layer_type.has_value() && *o.layer_type == to_string(l.type) && o.calibration_config) {
+        found = &*o.calibration_config;
+      }
+    }
+    if (found) return {found, block_source::override_type};
+    if (c_.legacy_blocks_apply()) {
+      const auto& legacy =
+          supports_channel_wise(l.type) ? c_.conv_calibration_config : c_.fc_calibration_config;
+      if (legacy) return {&*legacy, block_source::legacy};
+      return {};
+    }
+    if (c_.common_config) return {&*c_.common_config, block_source::common};
+    return {};
+  }
+
+  std::string source_name(const chosen& ch) const {
+    switch (ch.source) {
+      case block_source::override_layer: return "override_layer_configs";
+      case block_source::override_type: return "override_layer_types";
+      case block_source::legacy: return "the older dialect's calibration config";
+      default: return "common_config";
+    }
+  }
+
+  // A setting that the layer cannot take: an error through an override, else a warning.
+  bool unsupported(const chosen& ch, const layer_info& l, const std::string& what,
+                   const std::string& fallback, source_region where) {
+    const std::string layer = "layer '" + l.name + "' (" + std::string(to_string(l.type)) + ")";
+    if (ch.via_override()) {
+      error(diag_code::unsupported_setting,
+            what + " is not supported by " + layer + "; set through " + source_name(ch), where);
+      return false;
+    }
+    warning(what + " from " + source_name(ch) + " is not supported by " + layer + "; " + fallback,
+            where);
+    return true;
+  }
+
+  basic_resolved_layer<Float> resolve_layer(const layer_info& l) {
+    const chosen ch = choose(l);
+    static const calib empty_block{};
+    const calib& b = ch.block ? *ch.block : empty_block;
+    basic_resolved_layer<Float> out;
+    out.name = l.name;
+    out.type = l.type;
+    out.quant_enable = !skipped(l);
+    resolve_activation(ch, b, l, out.activation);
+    if (b.dmq) {
+      if (!supports_dmq(l.type)) {
+        unsupported(ch, l, "dmq_balancer", "it is dropped", b.dmq->where);
+      } else {
+        out.dmq_balancer_param = b.dmq->migration_strength.value_or(
+            static_cast<Float>(defaults::migration_strength));
+      }
+    }
+    resolve_weight(ch, b, l, out.weight);
+    return out;
+  }
+
+  bool skipped(const layer_info& l) const {
+    for (const auto& s : c_.skip_layers) {
+      if (s.value == l.name) return true;
+    }
+    for (const auto& s : c_.skip_layer_types) {
+      if (s.value == to_string(l.type)) return true;
+    }
+    return false;
+  }
+
+  void resolve_activation(const chosen& ch, const calib& b, const layer_info& l,
+                          basic_activation_params<Float>& a) {
+    const setting<calibration_data_type>* dst = nullptr;
+    const setting<bool>* asym = nullptr;
+    if (b.hfmg) {
+      a.algo = activation_algo::hfmg;
+      a.num_of_bins = b.hfmg->num_of_bins.value_or(defaults::num_of_bins);
+      dst = &b.hfmg->dst_type;
+      asym = &b.hfmg->asymmetric;
+    } else if (b.ifmr) {
+      const auto& q = *b.ifmr;
+      a.max_percentile = q.max_percentile.value_or(a.max_percentile);
+      a.min_percentile = q.min_percentile.value_or(a.min_percentile);
+      a.search_range_start = q.search_range_start.value_or(a.search_range_start);
+      a.search_range_end = q.search_range_end.value_or(a.search_range_end);
+      a.search_step = q.search_step.value_or(a.search_step);
+      dst = &q.dst_type;
+      asym = &q.asymmetric;
+    }
+    if (dst && dst->has_value() && **dst == calibration_data_type::int16) {
+      a.num_bits = 16;
+      if (!supports_int16_activation(l.type, l.has_bias)) {
+        const std::string why = l.type == layer_type::linear ? " without bias" : "";
+        if (unsupported(ch, l, "INT16 activations (dst_type: INT16)" + why,
+                        "activations use INT8", dst->where)) {
+          a.num_bits = 8;
+        }
+      }
+    }
+    // Precedence: the chosen block, then common_config when it names the same algorithm, then
+    // activation_offset (spec §4.3).
+    const setting<bool>* common_asym = nullptr;
+    if (c_.common_config) {
+      const auto& cc = *c_.common_config;
+      const activation_algo common_algo = cc.hfmg ? activation_algo::hfmg : activation_algo::ifmr;
+      if (common_algo == a.algo) {
+        common_asym = cc.hfmg ? &cc.hfmg->asymmetric : cc.ifmr ? &cc.ifmr->asymmetric : nullptr;
+      }
+    }
+    if (asym && asym->has_value()) {
+      a.asymmetric = **asym;
+      if (a.asymmetric && symmetric_only(l.type)) {
+        unsupported(ch, l, "asymmetric: true", "it is quantized symmetric", asym->where);
+      }
+    } else if (common_asym && common_asym->has_value()) {
+      a.asymmetric = **common_asym;
+      if (a.asymmetric && symmetric_only(l.type)) {
+        const chosen from_common{c_.common_config ? &*c_.common_config : nullptr,
+                                 block_source::common};
+        unsupported(from_common, l, "asymmetric: true", "it is quantized symmetric",
+                    common_asym->where);
+      }
+    } else {
+      a.asymmetric = c_.activation_offset.value_or(defaults::activation_offset);
+    }
+    if (symmetric_only(l.type)) a.asymmetric = false;
+  }
+
+  void resolve_weight(const chosen& ch, const calib& b, const layer_info& l,
+                      std::optional<basic_weight_params<Float>>& out) {
+    basic_weight_params<Float> w;
+    w.channel_wise = supports_channel_wise(l.type);
+    const setting<bool>* cw = nullptr;
+    if (b.ada) {
+      if (!supports_ada_round(l.type)) {
+        if (unsupported(ch, l, "ada_quantize", "its weights are quantized by ARQ with defaults",
+                        b.ada->where)) {
+          out.reset();
+        }
+        return;
+      }
+      const auto& a = *b.ada;
+      w.algo = weight_algo::ada;
+      w.num_iteration = a.num_iteration.value_or(w.num_iteration);
+      w.reg_param = a.reg_param.value_or(w.reg_param);
+      w.warm_start = a.warm_start.value_or(w.warm_start);
+      w.beta_range_start = a.beta_range_start.value_or(w.beta_range_start);
+      w.beta_range_end = a.beta_range_end.value_or(w.beta_range_end);
+      cw = &a.channel_wise;
+    } else if (b.arq) {
+      const auto& q = *b.arq;
+      cw = &q.channel_wise;
+      if (q.quant_bits.has_value()) {
+        w.num_bits = *q.quant_bits;
+        if ((w.num_bits == 6 || w.num_bits == 7) && !supports_winograd_bits(l.type)) {
+          if (unsupported(ch, l, "quant_bits: " + std::to_string(w.num_bits),
+                          "weights use 8 bits", q.quant_bits.where)) {
+            w.num_bits = 8;
+          }
+        } else if (w.num_bits == 4 &&
+                   (l.groups > 1 || (l.in_channels && *l.in_channels % 2 != 0))) {
+          const std::string why = l.groups > 1 ? " with groups " + std::to_string(l.groups)
+                                               : " with an odd input channel count " +
+                                                     std::to_string(*l.in_channels);
+          if (unsupported(ch, l, "quant_bits: 4" + why, "weights use 8 bits",
+                          q.quant_bits.where)) {
+            w.num_bits = 8;
+          }
+        }
+      }
+    }
+    if (cw && cw->has_value()) {
+      w.channel_wise = **cw;
+      if (w.channel_wise && !supports_channel_wise(l.type)) {
+        const bool strict = opt_.strict_channel_wise && !ch.via_override();
+        if (strict) {
+          error(diag_code::unsupported_setting,
+                "channel_wise: true is not supported by layer '" + l.name + "' (" +
+                    std::string(to_string(l.type)) + "); set through " + source_name(ch) +
+                    " (strict mode, as the toolkit)",
+                cw->where);
+        } else if (unsupported(ch, l, "channel_wise: true", "it is quantized per tensor",
+                               cw->where)) {
+          w.channel_wise = false;
+        }
+      }
+    }
+    out = w;
+  }
+
+  const basic_amct_config<Float>& c_;
+  resolve_options opt_;
+  std::vector<diagnostic>& diags_;
+};
+
+}  // namespace detail
+
+/// Resolves every layer's effective config (spec §4.3). Errors (unknown names, settings a
+/// layer cannot take through an override, nothing to quantize) come back with the config
+/// position that caused them; degradations of common_config values come back as warnings.
+template <class Float>
+[[nodiscard]] result<basic_resolved_config<Float>> resolve_config(
+    const basic_amct_config<Float>& config, const std::vector<layer_info>& layers,
+    resolve_options options = {}) {
+  std::vector<diagnostic> diags;
+  auto out = detail::config_resolver<Float>(config, options, diags).run(layers);
+  if (!out) return result<basic_resolved_config<Float>>(std::move(diags));
+  return result<basic_resolved_config<Float>>(std::move(*out), std::move(diags));
+}
+
+}  // namespace ptq

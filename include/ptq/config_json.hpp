@@ -1,0 +1,5 @@
+// The config layer plus the detailed JSON config (adds nlohmann_json).
+#pragma once
+
+#include "ptq/config.hpp"
+#include "ptq/config/json.hpp"

@@ -1,0 +1,39 @@
+// `ptq`: the command-line tool. Subcommands register themselves (command.hpp); this file only
+// builds the CLI11 app, parses, and maps parse failures to exit code 2.
+#include <algorithm>
+#include <iostream>
+#include <string>
+
+#include "command.hpp"
+#include "ptq/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ptq " PTQ_VERSION_STRING
+               " - post-training quantization calibration compatible with AMCT simple configs",
+               "ptq"};
+  app.footer(
+      "Exit codes: 0 success; 1 invalid input (config, layer list, tensor file, numeric error); "
+      "2 bad command line.\nRun 'ptq <command> --help' for a command's options.");
+  app.set_version_flag("--version", std::string("ptq ") + PTQ_VERSION_STRING);
+  app.require_subcommand(1);
+
+  auto& commands = ptq_cli::registry();
+  std::stable_sort(commands.begin(), commands.end(),
+                   [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::vector<std::pair<CLI::App*, ptq_cli::run_fn>> runners;
+  for (auto& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? ptq_cli::exit_ok : ptq_cli::exit_usage;
+  }
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return ptq_cli::exit_usage;
+}
