@@ -1,0 +1,43 @@
+// The README's usage example: parse a simple config, resolve it for a model's layers, and
+// write the detailed JSON config. Kept in sync with README.md.
+#include <iostream>
+
+#include <ptq/config_json.hpp>  // <ptq/config.hpp> alone needs only the standard library
+
+int main() {
+  const char* text = R"(
+    batch_num: 2
+    common_config {
+      arq_quantize { channel_wise: true }
+      ifmr_quantize { search_range_start: 0.8 search_range_end: 1.2 search_step: 0.02 }
+    }
+    override_layer_types {
+      layer_type: "Linear"
+      calibration_config { hfmg_quantize { num_of_bins: 2048 } }
+    }
+  )";
+
+  // 1. Parse and check: errors and warnings carry a code and a line:column.
+  const auto config = ptq::try_parse_config(text);
+  std::cerr << ptq::format_diagnostics(config.diagnostics(), text, "quant.cfg");
+  if (!config) return 1;
+
+  // 2. Resolve per layer with the toolkit's precedence and defaults.
+  const std::vector<ptq::layer_info> layers = {
+      {"features.0", ptq::layer_type::conv2d, true, 3, 1},
+      {"classifier", ptq::layer_type::linear, true, 512, 1},
+  };
+  const auto plan = ptq::resolve_config(config.value(), layers);
+  std::cerr << ptq::format_diagnostics(plan.diagnostics(), text, "quant.cfg");
+  if (!plan) return 1;
+
+  for (const auto& layer : plan->layers) {
+    std::cout << layer.name << ": " << ptq::to_string(layer.activation.algo)
+              << (layer.activation.asymmetric ? " asymmetric" : " symmetric") << ", weights "
+              << (layer.weight->channel_wise ? "per channel" : "per tensor") << '\n';
+  }
+
+  // 3. The detailed JSON config, byte for byte as the toolkit writes it.
+  std::cout << ptq::to_toolkit_json(plan.value()) << '\n';
+  return 0;
+}
