@@ -1,0 +1,13 @@
+// ptq algorithms: ARQ (and the ADA slot), IFMR and HFMG observers, the DMQ balancer, the
+// ConvTranspose channel geometry, and the runtime dispatcher. Depends on core, kernels, xtensor.
+#pragma once
+
+#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/dispatch.hpp"
+#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/hfmg.hpp"
+#include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/tensor.hpp"
+#include "ptq/core.hpp"
+#include "ptq/kernels.hpp"

@@ -1,0 +1,76 @@
+// A thin runtime dispatcher from a small runtime description (which algorithm + its settings)
+// to the compile-time policies. The session layer maps a resolved layer config onto these.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/hfmg.hpp"
+#include "ptq/algorithms/ifmr.hpp"
+
+namespace ptq {
+
+enum class activation_algo { ifmr, hfmg };
+enum class weight_algo { arq, ada };
+
+/// Runtime description of an activation calibration.
+struct activation_settings {
+  activation_algo algo = activation_algo::ifmr;
+  ifmr_settings ifmr{};
+  hfmg_settings hfmg{};
+};
+
+/// Either observer behind one interface.
+class activation_observer {
+ public:
+  explicit activation_observer(const activation_settings& s,
+                               const kernels::kernel_set& k = kernels::default_kernels(),
+                               const std::string& name = "activation")
+      : obs_(make(s, k, name)) {}
+
+  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+    return std::visit([&](auto& o) { return o.observe(x, n); }, obs_);
+  }
+  template <class C>
+  [[nodiscard]] numeric_status observe(const C& batch) {
+    return observe(batch.data(), batch.size());
+  }
+  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+    return std::visit([](const auto& o) { return o.finalize(); }, obs_);
+  }
+  [[nodiscard]] activation_algo algo() const noexcept {
+    return obs_.index() == 0 ? activation_algo::ifmr : activation_algo::hfmg;
+  }
+
+ private:
+  using variant_t = std::variant<ifmr_observer, hfmg_observer>;
+  static variant_t make(const activation_settings& s, const kernels::kernel_set& k,
+                        const std::string& name) {
+    if (s.algo == activation_algo::hfmg) {
+      return variant_t(std::in_place_index<1>, s.hfmg, k, name);
+    }
+    return variant_t(std::in_place_index<0>, s.ifmr, k, name);
+  }
+  variant_t obs_;
+};
+
+/// Runtime description of a weight calibration.
+struct weight_settings {
+  weight_algo algo = weight_algo::arq;
+  arq_settings arq{};
+  ada_settings ada{};
+};
+
+/// Weight calibration by runtime algorithm. ADA is not available yet: an invalid_argument error.
+[[nodiscard]] inline numeric_result<weight_quant_result> calibrate_weights(
+    const weight_settings& s, const tensor_ref& w, layer_op op, std::size_t groups,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (s.algo == weight_algo::ada) {
+    return make_numeric_error(numeric_errc::invalid_argument,
+                              w.name + ": ada_quantize is not implemented in this version");
+  }
+  return arq::calibrate(w, op, groups, s.arq, k);
+}
+
+}  // namespace ptq

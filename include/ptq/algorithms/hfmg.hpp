@@ -1,0 +1,288 @@
+// HFMG activation calibration (spec §5.6, §10.4-§10.7): a fixed-size histogram from the first
+// batch, merged with every later batch (proportional split, upper index clamped to B-1), then
+// the candidate shrinking, the L2 loss of each candidate (float32 terms, double sums), the first
+// argmin and the min/max kernel. Counts are 64-bit. Depends on core, kernels.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/quant.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+
+/// HFMG settings (JSON `activation_quant_params` of an hfmg layer).
+struct hfmg_settings {
+  std::size_t num_of_bins = 4096;  ///< 1024, 2048, 4096 or 8192
+  int bits = 8;
+  bool asymmetric = true;
+};
+
+/// Python-style floor division of float32 values (torch's div_floor_floating): fmod-based, so it
+/// can differ from floor(a / b) when the quotient rounds up to an integer.
+[[nodiscard]] inline float floor_divide(float a, float b) noexcept {
+  if (b == 0.0f)
+    return a / b;
+  const float mod = std::fmod(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f)))
+    div -= 1.0f;
+  if (div == 0.0f)
+    return std::copysign(0.0f, a / b);
+  float fl = std::floor(div);
+  if (div - fl > 0.5f)
+    fl += 1.0f;
+  return fl;
+}
+
+/// A histogram over [lo, hi] with 64-bit counts.
+struct hfmg_histogram {
+  float lo = 0.0f;
+  float hi = 0.0f;
+  std::vector<std::int64_t> counts;
+};
+
+/// One L2-loss candidate: source bins [left, right].
+struct hfmg_candidate {
+  std::size_t left = 0;
+  std::size_t right = 0;
+};
+
+/// The candidate list built by repeated shrinking (count step ceil(total/1e5), minimum width
+/// ceil(B/4)); the full range is never a candidate.
+[[nodiscard]] inline std::vector<hfmg_candidate> hfmg_search_range(
+    const std::vector<std::int64_t>& counts) {
+  std::vector<hfmg_candidate> out;
+  if (counts.empty())
+    return out;
+  std::int64_t total = 0;
+  for (auto c : counts)
+    total += c;
+  double stepd = std::ceil(static_cast<double>(total) / 100000.0);
+  const std::int64_t step = stepd < 1.0 ? 1 : static_cast<std::int64_t>(stepd);
+  const auto nb = static_cast<std::int64_t>(counts.size());
+  const std::int64_t min_bins = (nb + 3) / 4;
+  std::int64_t left = 0, right = nb - 1;
+  while (right - left > min_bins) {
+    std::int64_t tl = left, tr = right, sl = 0, sr = 0;
+    while (tl < tr && sl < step)
+      sl += counts[static_cast<std::size_t>(tl++)];
+    while (tl < tr && sr < step)
+      sr += counts[static_cast<std::size_t>(tr--)];
+    if ((right - tr) >= (tl - left)) {
+      right = tr;
+    } else {
+      left = tl;
+    }
+    out.push_back(hfmg_candidate{static_cast<std::size_t>(left), static_cast<std::size_t>(right)});
+  }
+  return out;
+}
+
+/// The bin width the search uses: the toolkit rebuilds its edges as lo + float32(i·w) with
+/// w = (hi-lo)/B, and then takes (top edge - lo)/B.
+[[nodiscard]] inline float hfmg_search_width(const hfmg_histogram& h) noexcept {
+  const float nb = static_cast<float>(h.counts.size());
+  const float w0 = (h.hi - h.lo) / nb;
+  const float top = h.lo + nb * w0;
+  return (top - h.lo) / nb;
+}
+
+/// L2 loss of one candidate (float32 terms as the toolkit computes them, summed in double).
+/// Bins with zero count contribute exactly zero and are skipped.
+[[nodiscard]] inline double hfmg_loss(const hfmg_histogram& h, const hfmg_candidate& c, int bits,
+                                      float w) noexcept {
+  const float dst = static_cast<float>(std::int64_t{1} << bits);
+  const float d = (w * static_cast<float>(c.right - c.left + 1)) / dst;
+  if (d < FLT_EPSILON)
+    return 0.0;
+  const float half = d / 2.0f;
+  const float dmax = dst - 1.0f;
+  const auto norm = [](float b, float e, float rho) noexcept {
+    return ((e * e * e - b * b * b) / 3.0f) * rho;
+  };
+  const float mid_norm_unit = (half * half * half - (-half) * (-half) * (-half)) / 3.0f;
+  double loss = 0.0;
+  const std::size_t nb = h.counts.size();
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::int64_t cnt = h.counts[b];
+    if (cnt == 0)
+      continue;
+    const float rho = static_cast<float>(cnt) / w;
+    const float a =
+        static_cast<float>(static_cast<std::int64_t>(b) - static_cast<std::int64_t>(c.left)) * w;
+    const float e = a + w;
+    float i = floor_divide(a, d);
+    i = i > 0.0f ? i : 0.0f;
+    i = i < dmax ? i : dmax;
+    float j = floor_divide(e, d);
+    j = j > 0.0f ? j : 0.0f;
+    j = j < dmax ? j : dmax;
+    const float ci = i * d + half;
+    const float db = a - ci;
+    if (i == j) {
+      loss += static_cast<double>(norm(db, e - ci, rho));
+    } else {
+      loss += static_cast<double>(norm(db, half, rho));
+      loss += static_cast<double>((j - i - 1.0f) * (mid_norm_unit * rho));
+      const float de = (e - j * d) - half;
+      loss += static_cast<double>(norm(-half, de, rho));
+    }
+  }
+  return loss;
+}
+
+/// The search at the end of HFMG, with its details.
+struct hfmg_search {
+  activation_quant_result result;
+  std::vector<hfmg_candidate> candidates;
+  std::vector<double> losses;
+  std::size_t best = 0;
+  float clip_min = 0.0f;  ///< the clip range found (before the min/max kernel)
+  float clip_max = 0.0f;
+};
+
+[[nodiscard]] inline numeric_result<hfmg_search> hfmg_run(const hfmg_histogram& h, int bits,
+                                                          bool asymmetric) {
+  hfmg_search out;
+  out.candidates = hfmg_search_range(h.counts);
+  const float w = hfmg_search_width(h);
+  out.losses.resize(out.candidates.size());
+  for (std::size_t j = 0; j < out.candidates.size(); ++j) {
+    out.losses[j] = hfmg_loss(h, out.candidates[j], bits, w);
+    if (out.losses[j] < out.losses[out.best])
+      out.best = j;
+  }
+  // No candidate at all (cannot happen for B >= 1024) would mean the full range.
+  hfmg_candidate best{0, h.counts.size() - 1};
+  if (!out.candidates.empty())
+    best = out.candidates[out.best];
+  out.clip_min = h.lo + static_cast<float>(best.left) * w;
+  out.clip_max = h.lo + static_cast<float>(best.right + 1) * w;
+  auto p = min_max_params(out.clip_max, out.clip_min, bits, asymmetric);
+  if (!p)
+    return p.error();
+  out.result = make_activation_result(p.value());
+  return out;
+}
+
+/// Merges `old` into `fresh` (binned on the merged range), per §5.6 / §10.4 / §10.6.
+inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
+  const std::size_t nb = fresh.counts.size();
+  const double eps = static_cast<double>(FLT_EPSILON);
+  const bool same = std::fabs(static_cast<double>(fresh.lo) - static_cast<double>(old.lo)) <= eps &&
+                    std::fabs(static_cast<double>(fresh.hi) - static_cast<double>(old.hi)) <= eps;
+  if (same) {
+    for (std::size_t b = 0; b < nb; ++b)
+      fresh.counts[b] += old.counts[b];
+    return;
+  }
+  const float nbf = static_cast<float>(nb);
+  const float w = (old.hi - old.lo) / nbf;
+  const float mw = (fresh.hi - fresh.lo) / nbf;
+  const auto top = static_cast<std::int64_t>(nb) - 1;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::int64_t cnt = old.counts[b];
+    if (cnt == 0)
+      continue;
+    const float lower = old.lo + static_cast<float>(b) * w;
+    const float upper = old.lo + static_cast<float>(b + 1) * w;
+    auto lo_idx = static_cast<std::int64_t>(floor_divide(lower - fresh.lo, mw));
+    auto hi_idx = static_cast<std::int64_t>(floor_divide(upper - fresh.lo, mw));
+    lo_idx = lo_idx < 0 ? 0 : (lo_idx > top ? top : lo_idx);  // §10.4: clamp to B-1
+    hi_idx = hi_idx < 0 ? 0 : (hi_idx > top ? top : hi_idx);
+    if (lo_idx == hi_idx) {
+      fresh.counts[static_cast<std::size_t>(lo_idx)] += cnt;
+    } else {
+      const float edge = fresh.lo + static_cast<float>(lo_idx + 1) * mw;
+      const float frac = (edge - lower) / (upper - lower);
+      const auto lower_count = static_cast<std::int64_t>(static_cast<float>(cnt) * frac);
+      fresh.counts[static_cast<std::size_t>(lo_idx)] += lower_count;
+      fresh.counts[static_cast<std::size_t>(hi_idx)] += cnt - lower_count;
+    }
+  }
+}
+
+/// HFMG observer: observe() each calibration batch, then finalize().
+class hfmg_observer {
+ public:
+  explicit hfmg_observer(hfmg_settings s = {},
+                         const kernels::kernel_set& k = kernels::default_kernels(),
+                         std::string name = "activation")
+      : s_(s), k_(&k), name_(std::move(name)) {}
+
+  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+    if (auto st = check_settings(); !st)
+      return st;
+    const std::string label = name_ + " batch " + std::to_string(batches_);
+    auto mm = checked_minmax(label, x, n, k_->minmax);
+    if (!mm)
+      return mm.error();
+    const float mn = mm.value().min, mx = mm.value().max;
+    if (batches_ == 0) {
+      h_.lo = mn;
+      h_.hi = mx;
+      h_.counts.assign(s_.num_of_bins, 0);
+      k_->histogram(x, n, h_.lo, h_.hi, s_.num_of_bins, h_.counts.data());
+    } else {
+      hfmg_histogram fresh;
+      fresh.lo = mn < h_.lo ? mn : h_.lo;
+      fresh.hi = mx > h_.hi ? mx : h_.hi;
+      fresh.counts.assign(s_.num_of_bins, 0);
+      k_->histogram(x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data());
+      hfmg_merge_into(h_, fresh);
+      h_ = std::move(fresh);
+    }
+    ++batches_;
+    return numeric_ok{};
+  }
+  template <class C>
+  [[nodiscard]] numeric_status observe(const C& batch) {
+    return observe(batch.data(), batch.size());
+  }
+
+  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+    if (auto st = check_settings(); !st)
+      return st.error();
+    if (batches_ == 0) {
+      return make_numeric_error(numeric_errc::no_data, name_ + ": HFMG finalize before observe");
+    }
+    auto r = hfmg_run(h_, s_.bits, s_.asymmetric);
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+
+  [[nodiscard]] const hfmg_histogram& histogram() const noexcept { return h_; }
+  [[nodiscard]] std::size_t batches() const noexcept { return batches_; }
+  [[nodiscard]] const hfmg_settings& settings() const noexcept { return s_; }
+
+ private:
+  [[nodiscard]] numeric_status check_settings() const {
+    if (!valid_bits(s_.bits)) {
+      return make_numeric_error(numeric_errc::invalid_argument,
+                                "HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
+    }
+    if (s_.num_of_bins < 4) {
+      return make_numeric_error(numeric_errc::invalid_argument,
+                                "HFMG num_of_bins must be at least 4");
+    }
+    return numeric_ok{};
+  }
+
+  hfmg_settings s_;
+  const kernels::kernel_set* k_;
+  std::string name_;
+  hfmg_histogram h_;
+  std::size_t batches_ = 0;
+};
+
+}  // namespace ptq

@@ -1,0 +1,241 @@
+// IFMR activation calibration (spec §5.5, §10.1-§10.3, §10.11): percentile start values by a
+// one-pass top-k, then a search over clip-max candidates with a fused, blocked clip-round-MSE pass
+// (all candidates per cache-resident block, loss sums in double), first minimum wins.
+// Depends on core, kernels.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/quant.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+
+/// How many IFMR candidates, and which ratios.
+enum class candidate_rule {
+  /// The toolkit's float32 arange(start, end, step): K = ceil((end - start) / step) in double,
+  /// end usually excluded; ratios with torch's vectorised arange rounding (§10.1, §10.2).
+  toolkit,
+  /// §5.5's documented intent: K = floor((end - start) / step + 0.5) + 1, end included,
+  /// r_i = float32(start + i·step) computed in double.
+  inclusive,
+};
+
+/// IFMR settings (JSON `activation_quant_params` of an ifmr layer). Decimal config values are
+/// doubles, as the toolkit's Python sees them.
+struct ifmr_settings {
+  double search_range_start = 0.7;
+  double search_range_end = 1.3;
+  double search_step = 0.01;
+  double max_percentile = 0.999999;
+  double min_percentile = 0.999999;
+  int bits = 8;
+  bool asymmetric = true;
+  candidate_rule candidates = candidate_rule::toolkit;
+  unsigned threads = 1;  ///< 0 = hardware concurrency; results do not depend on it
+};
+
+/// Lanes of one vectorised torch.arange step on the toolkit's build, and the loop block (two of
+/// them); the last K % arange_block ratios are computed one by one (§10.2).
+inline constexpr std::size_t arange_lanes = 8;
+inline constexpr std::size_t arange_block = 16;
+
+/// The ratios r_0..r_{K-1} of the IFMR search.
+[[nodiscard]] inline numeric_result<std::vector<float>> ifmr_ratios(const ifmr_settings& s) {
+  const double start = s.search_range_start, end = s.search_range_end, step = s.search_step;
+  if (!(step > 0.0) || !(end > start) || !std::isfinite(start) || !std::isfinite(end)) {
+    return make_numeric_error(numeric_errc::invalid_argument,
+                              "IFMR search range must have start < end and step > 0");
+  }
+  std::vector<float> r;
+  if (s.candidates == candidate_rule::inclusive) {
+    const auto k = static_cast<std::size_t>(std::floor((end - start) / step + 0.5)) + 1;
+    r.reserve(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      r.push_back(static_cast<float>(start + static_cast<double>(i) * step));
+    }
+    return r;
+  }
+  const double kd = std::ceil((end - start) / step);
+  if (!(kd >= 1.0) || kd > 1e7) {
+    return make_numeric_error(numeric_errc::invalid_argument, "IFMR candidate count out of range");
+  }
+  const auto k = static_cast<std::size_t>(kd);
+  r.resize(k);
+  const std::size_t vec_end = k - k % arange_block;
+  for (std::size_t i0 = 0; i0 < vec_end; i0 += arange_lanes) {
+    const auto base = static_cast<float>(start + step * static_cast<double>(i0));
+    for (std::size_t l = 0; l < arange_lanes; ++l) {
+      r[i0 + l] = static_cast<float>(static_cast<double>(base) + static_cast<double>(l) * step);
+    }
+  }
+  for (std::size_t i = vec_end; i < k; ++i) {
+    r[i] = static_cast<float>(start + step * static_cast<double>(i));
+  }
+  return r;
+}
+
+/// 1-based rank of the percentile start value: 1 when 1 - p < FLT_EPSILON, else
+/// N - floor(p·N) (in double, as the toolkit's Python).
+[[nodiscard]] inline std::size_t ifmr_percentile_rank(double p, std::size_t n) noexcept {
+  if ((1.0 - p) < static_cast<double>(FLT_EPSILON))
+    return 1;
+  const auto k = n - static_cast<std::size_t>(p * static_cast<double>(n));
+  return k == 0 ? 1 : (k > n ? n : k);
+}
+
+/// The IFMR candidates (clip ranges and processed scales) for given start values.
+[[nodiscard]] inline numeric_result<std::vector<kernels::mse_candidate>> ifmr_candidates(
+    const ifmr_settings& s, float max0, float min0) {
+  auto ratios = ifmr_ratios(s);
+  if (!ratios)
+    return ratios.error();
+  const quant_grid g = make_grid(s.bits);
+  std::vector<kernels::mse_candidate> c;
+  c.reserve(ratios.value().size());
+  float bound = max0;
+  float limit = static_cast<float>((std::int64_t{1} << s.bits) - 1);
+  if (!s.asymmetric) {
+    const bool neg = std::fabs(max0) < std::fabs(min0);
+    bound = std::fabs(max0) > std::fabs(min0) ? std::fabs(max0) : std::fabs(min0);
+    limit = static_cast<float>(g.qmax + (neg ? 1 : 0));
+  }
+  for (const float r : ratios.value()) {
+    const float cmax = r * bound;
+    const float scale = s.asymmetric ? (cmax - min0) / limit : cmax / limit;
+    auto p = process_scale(scale, 0.0f, s.asymmetric, s.bits);
+    if (!p)
+      return p.error();
+    c.push_back(kernels::mse_candidate{s.asymmetric ? min0 : -cmax, cmax, p.value().scale});
+  }
+  return c;
+}
+
+/// Elements per block of the fused MSE pass (16 KB: two blocks fit in L1). A constant, so the
+/// summation order - and the result - does not depend on the thread count.
+inline constexpr std::size_t ifmr_block = 4096;
+
+/// Sum over x of each candidate's squared error (double, block sums added in block order).
+[[nodiscard]] inline std::vector<double> ifmr_losses(
+    const float* x, std::size_t n, const std::vector<kernels::mse_candidate>& c,
+    unsigned threads = 1, const kernels::kernel_set& k = kernels::default_kernels()) {
+  const std::size_t nk = c.size();
+  const std::size_t nblocks = (n + ifmr_block - 1) / ifmr_block;
+  std::vector<double> partial(nblocks * nk, 0.0);
+  kernels::parallel_blocks(nblocks, threads, [&](std::size_t b) {
+    const std::size_t off = b * ifmr_block;
+    const std::size_t len = n - off < ifmr_block ? n - off : ifmr_block;
+    k.candidate_mse(x + off, len, c.data(), nk, partial.data() + b * nk);
+  });
+  std::vector<double> loss(nk, 0.0);
+  for (std::size_t b = 0; b < nblocks; ++b) {
+    for (std::size_t j = 0; j < nk; ++j)
+      loss[j] += partial[b * nk + j];
+  }
+  return loss;
+}
+
+/// IFMR on data already gathered (all batches concatenated), with the details of the search.
+struct ifmr_search {
+  activation_quant_result result;
+  float max0 = 0.0f;  ///< percentile start values (after max(.,0) / min(.,0))
+  float min0 = 0.0f;
+  std::size_t best = 0;  ///< index of the winning candidate
+  std::vector<kernels::mse_candidate> candidates;
+  std::vector<double> losses;  ///< summed squared errors (divide by N for the MSE)
+};
+
+[[nodiscard]] inline numeric_result<ifmr_search> ifmr_run(
+    const float* x, std::size_t n, const ifmr_settings& s,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (!valid_bits(s.bits)) {
+    return make_numeric_error(numeric_errc::invalid_argument,
+                              "IFMR bits must be in [2, 16], got " + std::to_string(s.bits));
+  }
+  if (!(s.max_percentile > 0.0 && s.max_percentile <= 1.0) ||
+      !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
+    return make_numeric_error(numeric_errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
+  }
+  if (n == 0)
+    return make_numeric_error(numeric_errc::no_data, "IFMR: no data observed");
+  ifmr_search out;
+  const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
+  const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
+  const kernels::extremes_result e = k.select_extremes(x, n, kmax, kmin);
+  out.max0 = e.kth_largest > 0.0f ? e.kth_largest : 0.0f;
+  out.min0 = e.kth_smallest < 0.0f ? e.kth_smallest : 0.0f;
+  auto cand = ifmr_candidates(s, out.max0, out.min0);
+  if (!cand)
+    return cand.error();
+  out.candidates = std::move(cand).value();
+  out.losses = ifmr_losses(x, n, out.candidates, s.threads, k);
+  for (std::size_t j = 1; j < out.losses.size(); ++j) {
+    if (out.losses[j] < out.losses[out.best])
+      out.best = j;
+  }
+  const float scale = out.candidates[out.best].scale;
+  float offset = 0.0f;
+  if (s.asymmetric) {
+    const quant_grid g = make_grid(s.bits);
+    offset = -std::nearbyint(out.min0 / scale) - static_cast<float>(-g.qmin);
+  }
+  out.result =
+      make_activation_result(quant_params{scale, static_cast<std::int32_t>(offset), s.bits});
+  return out;
+}
+
+/// IFMR observer: observe() each calibration batch (the data is kept, as the toolkit does), then
+/// finalize().
+class ifmr_observer {
+ public:
+  explicit ifmr_observer(ifmr_settings s = {},
+                         const kernels::kernel_set& k = kernels::default_kernels(),
+                         std::string name = "activation")
+      : s_(s), k_(&k), name_(std::move(name)) {}
+
+  /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
+  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+    const std::string label = name_ + " batch " + std::to_string(batches_);
+    auto mm = checked_minmax(label, x, n, k_->minmax);
+    if (!mm)
+      return mm.error();
+    data_.insert(data_.end(), x, x + n);
+    ++batches_;
+    return numeric_ok{};
+  }
+  /// Adds one batch from an xtensor container or adaptor.
+  template <class C>
+  [[nodiscard]] numeric_status observe(const C& batch) {
+    return observe(batch.data(), batch.size());
+  }
+
+  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+    if (batches_ == 0) {
+      return make_numeric_error(numeric_errc::no_data, name_ + ": IFMR finalize before observe");
+    }
+    auto r = ifmr_run(data_.data(), data_.size(), s_, *k_);
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+
+  [[nodiscard]] std::size_t batches() const noexcept { return batches_; }
+  [[nodiscard]] const std::vector<float>& data() const noexcept { return data_; }
+  [[nodiscard]] const ifmr_settings& settings() const noexcept { return s_; }
+
+ private:
+  ifmr_settings s_;
+  const kernels::kernel_set* k_;
+  std::string name_;
+  std::vector<float> data_;
+  std::size_t batches_ = 0;
+};
+
+}  // namespace ptq

@@ -1,0 +1,240 @@
+// Layer kinds, tensor references and the per-channel geometry of weights (spec §3): the output
+// channel axis for ARQ (with the ConvTranspose rearrangement with groups) and the input channel
+// axis for DMQ. Depends on core and xtensor (for the rearranged copy).
+#pragma once
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xmanipulation.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptq/core/error.hpp"
+#include "ptq/kernels/minmax.hpp"
+
+namespace ptq {
+
+/// The layer kinds the numerics know (mirrors the PyTorch class names).
+enum class layer_op {
+  conv1d,
+  conv2d,
+  conv3d,
+  conv_transpose1d,
+  conv_transpose2d,
+  linear,
+  avg_pool2d,
+};
+
+[[nodiscard]] constexpr std::string_view to_string(layer_op op) noexcept {
+  switch (op) {
+    case layer_op::conv1d:
+      return "Conv1d";
+    case layer_op::conv2d:
+      return "Conv2d";
+    case layer_op::conv3d:
+      return "Conv3d";
+    case layer_op::conv_transpose1d:
+      return "ConvTranspose1d";
+    case layer_op::conv_transpose2d:
+      return "ConvTranspose2d";
+    case layer_op::linear:
+      return "Linear";
+    case layer_op::avg_pool2d:
+      return "AvgPool2d";
+  }
+  return "";
+}
+
+[[nodiscard]] inline std::optional<layer_op> layer_op_from_string(std::string_view s) noexcept {
+  for (auto op : {layer_op::conv1d, layer_op::conv2d, layer_op::conv3d, layer_op::conv_transpose1d,
+                  layer_op::conv_transpose2d, layer_op::linear, layer_op::avg_pool2d}) {
+    if (to_string(op) == s)
+      return op;
+  }
+  return std::nullopt;
+}
+
+[[nodiscard]] constexpr bool is_conv_transpose(layer_op op) noexcept {
+  return op == layer_op::conv_transpose1d || op == layer_op::conv_transpose2d;
+}
+
+/// The weight rank of a layer kind (0 when the layer has no weight).
+[[nodiscard]] constexpr std::size_t weight_rank(layer_op op) noexcept {
+  switch (op) {
+    case layer_op::conv1d:
+    case layer_op::conv_transpose1d:
+      return 3;
+    case layer_op::conv2d:
+    case layer_op::conv_transpose2d:
+      return 4;
+    case layer_op::conv3d:
+      return 5;
+    case layer_op::linear:
+      return 2;
+    case layer_op::avg_pool2d:
+      return 0;
+  }
+  return 0;
+}
+
+/// A read-only, C-ordered tensor in caller memory, with a name for error messages.
+struct tensor_ref {
+  const float* data = nullptr;
+  std::vector<std::size_t> shape;
+  std::string name = "tensor";
+
+  [[nodiscard]] std::size_t size() const noexcept {
+    std::size_t n = 1;
+    for (auto d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// A tensor_ref of an xtensor container or adaptor (row-major, contiguous; no copy).
+template <class C>
+[[nodiscard]] tensor_ref as_tensor_ref(const C& c, std::string name = "tensor") {
+  tensor_ref t;
+  t.data = c.data();
+  t.shape.assign(c.shape().begin(), c.shape().end());
+  t.name = std::move(name);
+  return t;
+}
+
+[[nodiscard]] inline std::string shape_string(const std::vector<std::size_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i)
+      out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+/// Error for the first NaN/Inf of a range, naming the tensor and the flat index.
+[[nodiscard]] inline numeric_error non_finite_error(std::string_view name, const float* x,
+                                                    std::size_t index) {
+  const float v = x[index];
+  const char* what = v != v ? "NaN" : (v > 0 ? "+Inf" : "-Inf");
+  return make_numeric_error(
+      numeric_errc::non_finite,
+      std::string(name) + ": " + what + " at flat index " + std::to_string(index));
+}
+
+/// Checks a tensor is not empty and finite; returns its min/max.
+[[nodiscard]] inline numeric_result<kernels::minmax_result> checked_minmax(
+    std::string_view name, const float* x, std::size_t n,
+    kernels::minmax_result (*minmax)(const float*, std::size_t) noexcept) {
+  if (n == 0) {
+    return make_numeric_error(numeric_errc::empty_tensor, std::string(name) + ": empty tensor");
+  }
+  const kernels::minmax_result r = minmax(x, n);
+  if (r.first_bad != n)
+    return non_finite_error(name, x, r.first_bad);
+  return r;
+}
+
+/// How a weight splits into output channels (ARQ, spec §3): channel o is the union of
+/// `segments_per_channel` contiguous runs of `segment` elements. For Conv/Linear a channel is one
+/// row; for ConvTranspose [Cin, Cout/g, k...] channel o = gi·(Cout/g) + j collects the runs
+/// W[gi·(Cin/g) + ci, j, :] for ci in [0, Cin/g).
+struct channel_geometry {
+  std::size_t channels = 0;  ///< Cout
+  std::size_t segment = 0;   ///< contiguous run length
+  std::size_t segments_per_channel = 1;
+  bool transposed = false;
+  std::size_t groups = 1;
+  std::size_t cin = 0;  ///< ConvTranspose: shape[0]
+  std::size_t cout_per_group = 0;
+
+  /// Flat offset of run r (0 <= r < segments_per_channel) of channel o.
+  [[nodiscard]] std::size_t offset(std::size_t o, std::size_t r) const noexcept {
+    if (!transposed)
+      return o * segment;
+    const std::size_t cin_g = cin / groups;
+    const std::size_t gi = o / cout_per_group;
+    const std::size_t j = o % cout_per_group;
+    return ((gi * cin_g + r) * cout_per_group + j) * segment;
+  }
+};
+
+/// The output-channel geometry of a weight of layer kind `op` with `groups`.
+[[nodiscard]] inline numeric_result<channel_geometry> output_channels(
+    const std::vector<std::size_t>& shape, layer_op op, std::size_t groups,
+    std::string_view name = "weight") {
+  const std::size_t rank = weight_rank(op);
+  if (rank == 0) {
+    return make_numeric_error(
+        numeric_errc::invalid_argument,
+        std::string(name) + ": " + std::string(to_string(op)) + " has no weight to quantize");
+  }
+  if (shape.size() != rank) {
+    return make_numeric_error(numeric_errc::shape_mismatch,
+                              std::string(name) + ": a " + std::string(to_string(op)) +
+                                  " weight has rank " + std::to_string(rank) + ", got shape " +
+                                  shape_string(shape));
+  }
+  if (groups == 0 || (op == layer_op::linear && groups != 1)) {
+    return make_numeric_error(numeric_errc::invalid_argument,
+                              std::string(name) + ": invalid groups " + std::to_string(groups));
+  }
+  std::size_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  if (n == 0) {
+    return make_numeric_error(
+        numeric_errc::empty_tensor,
+        std::string(name) + ": empty tensor (shape " + shape_string(shape) + ")");
+  }
+  channel_geometry g;
+  g.groups = groups;
+  if (!is_conv_transpose(op)) {
+    if (shape[0] % groups != 0) {
+      return make_numeric_error(numeric_errc::shape_mismatch,
+                                std::string(name) + ": Cout " + std::to_string(shape[0]) +
+                                    " is not divisible by groups " + std::to_string(groups));
+    }
+    g.channels = shape[0];
+    g.segment = n / shape[0];
+    return g;
+  }
+  if (shape[0] % groups != 0) {
+    return make_numeric_error(numeric_errc::shape_mismatch,
+                              std::string(name) + ": Cin " + std::to_string(shape[0]) +
+                                  " is not divisible by groups " + std::to_string(groups));
+  }
+  g.transposed = true;
+  g.cin = shape[0];
+  g.cout_per_group = shape[1];
+  g.channels = shape[1] * groups;
+  g.segment = n / (shape[0] * shape[1]);
+  g.segments_per_channel = shape[0] / groups;
+  return g;
+}
+
+/// The ConvTranspose rearrangement of spec §3 as a copy: [Cin, Cout/g, k...] -> [Cout, Cin/g, k...]
+/// (g = 1: swap axes 0 and 1; g > 1: reshape to [g, Cin/g, Cout/g, k...], swap the middle axes,
+/// reshape). Row o of the result is output channel o.
+[[nodiscard]] inline xt::xarray<float> rearrange_conv_transpose(const tensor_ref& w,
+                                                                std::size_t groups) {
+  const auto& s = w.shape;
+  std::vector<std::size_t> split{groups, s[0] / groups, s[1]};
+  std::size_t k = 1;
+  for (std::size_t i = 2; i < s.size(); ++i)
+    k *= s[i];
+  split.push_back(k);
+  auto in = xt::adapt(w.data, w.size(), xt::no_ownership(), split);
+  xt::xarray<float> swapped = xt::transpose(in, {0, 2, 1, 3});
+  std::vector<std::size_t> out_shape{groups * s[1], s[0] / groups};
+  for (std::size_t i = 2; i < s.size(); ++i)
+    out_shape.push_back(s[i]);
+  swapped.reshape(out_shape);
+  return swapped;
+}
+
+}  // namespace ptq

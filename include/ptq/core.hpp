@@ -1,0 +1,7 @@
+// ptq core: the n-bit grid, quant_params, the min/max kernel, process_scale, FP16 scale rounding
+// and the numeric error type. Standard library only.
+#pragma once
+
+#include "ptq/core/error.hpp"
+#include "ptq/core/fp16.hpp"
+#include "ptq/core/quant.hpp"

@@ -1,0 +1,334 @@
+// .npy reading (float32 and float16 -> float32, C order) and writing (float32).
+//
+// Why not xtensor's xtensor/xnpy.hpp (0.24.3): it does not reject malformed files cleanly. It
+// decodes the header length through a signed char (headers >= 128 bytes get a wrong length),
+// never checks that the header or the data were actually read (a truncated file silently yields
+// uninitialised values), multiplies the shape without an overflow check (a hostile header makes
+// it allocate without bound), and has no float16. So this is a small hardened reader: every
+// field of the header is parsed and checked, and every error names the file.
+// Standard library only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace ptq::io {
+
+enum class npy_errc {
+  open_failed,
+  bad_magic,
+  bad_version,
+  bad_header,
+  unsupported_dtype,
+  fortran_order,
+  truncated,
+  trailing_data,
+  too_large,
+  write_failed,
+};
+
+struct npy_error {
+  npy_errc code = npy_errc::bad_header;
+  std::string message;
+};
+
+template <class T>
+class npy_result {
+ public:
+  npy_result(T v) : v_(std::in_place_index<0>, std::move(v)) {}          // NOLINT
+  npy_result(npy_error e) : v_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
+  [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  [[nodiscard]] T& value() & noexcept { return *std::get_if<0>(&v_); }
+  [[nodiscard]] const T& value() const& noexcept { return *std::get_if<0>(&v_); }
+  [[nodiscard]] T&& value() && noexcept { return std::move(*std::get_if<0>(&v_)); }
+  [[nodiscard]] const npy_error& error() const noexcept { return *std::get_if<1>(&v_); }
+
+ private:
+  std::variant<T, npy_error> v_;
+};
+
+/// A float32 array read from a .npy file (C order).
+struct npy_array {
+  std::vector<std::size_t> shape;
+  std::vector<float> data;
+  std::string descr;  ///< the file's dtype, e.g. "<f4" or "<f2"
+
+  [[nodiscard]] std::size_t size() const noexcept { return data.size(); }
+};
+
+/// binary16 bits -> float32 (exact).
+[[nodiscard]] inline float half_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1Fu;
+  std::uint32_t man = h & 0x3FFu;
+  std::uint32_t bits = 0;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man != 0) {  // subnormal: normalise
+    exp = 113;
+    while ((man & 0x400u) == 0) {
+      man <<= 1;
+      --exp;
+    }
+    man &= 0x3FFu;
+    bits = sign | (exp << 23) | (man << 13);
+  } else {
+    bits = sign;
+  }
+  float f = 0.0f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+namespace detail {
+
+struct header_parser {
+  std::string_view s;
+  std::size_t i = 0;
+
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+      ++i;
+  }
+  bool eat(char c) {
+    ws();
+    if (i < s.size() && s[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  }
+  bool str(std::string& out) {
+    ws();
+    if (i >= s.size() || (s[i] != '\'' && s[i] != '"'))
+      return false;
+    const char q = s[i++];
+    const std::size_t b = i;
+    while (i < s.size() && s[i] != q)
+      ++i;
+    if (i >= s.size())
+      return false;
+    out.assign(s.substr(b, i - b));
+    ++i;
+    return true;
+  }
+  bool word(std::string_view w) {
+    ws();
+    if (s.substr(i, w.size()) == w) {
+      i += w.size();
+      return true;
+    }
+    return false;
+  }
+  bool number(std::size_t& out) {
+    ws();
+    const std::size_t b = i;
+    std::size_t v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      const auto d = static_cast<std::size_t>(s[i] - '0');
+      if (v > (std::numeric_limits<std::size_t>::max() - d) / 10)
+        return false;
+      v = v * 10 + d;
+      ++i;
+    }
+    if (i == b)
+      return false;
+    out = v;
+    return true;
+  }
+};
+
+inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
+  return npy_error{c, std::string(name) + ": " + std::string(what)};
+}
+
+}  // namespace detail
+
+/// Parses the bytes of a .npy file. `name` labels error messages (usually the path).
+[[nodiscard]] inline npy_result<npy_array> parse_npy(std::string_view bytes,
+                                                     std::string_view name = "npy") {
+  using detail::err;
+  static constexpr char magic[] = "\x93NUMPY";
+  if (bytes.size() < 8 || bytes.substr(0, 6) != std::string_view(magic, 6)) {
+    return err(npy_errc::bad_magic, name, "not a .npy file (bad magic string)");
+  }
+  const auto major = static_cast<unsigned char>(bytes[6]);
+  std::size_t hlen = 0, pos = 0;
+  if (major == 1) {
+    if (bytes.size() < 10)
+      return err(npy_errc::truncated, name, "truncated header");
+    hlen = static_cast<std::size_t>(static_cast<unsigned char>(bytes[8])) |
+           (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    pos = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return err(npy_errc::truncated, name, "truncated header");
+    for (int b = 0; b < 4; ++b) {
+      hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
+    }
+    pos = 12;
+  } else {
+    return err(npy_errc::bad_version, name,
+               "unsupported .npy format version " + std::to_string(major));
+  }
+  if (bytes.size() - pos < hlen)
+    return err(npy_errc::truncated, name, "truncated header");
+  detail::header_parser p{bytes.substr(pos, hlen)};
+  pos += hlen;
+  std::string descr;
+  bool have_descr = false, have_fortran = false, have_shape = false, fortran = false;
+  std::vector<std::size_t> shape;
+  if (!p.eat('{'))
+    return err(npy_errc::bad_header, name, "header is not a dict");
+  while (!p.eat('}')) {
+    std::string key;
+    if (!p.str(key) || !p.eat(':'))
+      return err(npy_errc::bad_header, name, "malformed header");
+    if (key == "descr") {
+      if (!p.str(descr))
+        return err(npy_errc::bad_header, name, "malformed 'descr'");
+      have_descr = true;
+    } else if (key == "fortran_order") {
+      if (p.word("True")) {
+        fortran = true;
+      } else if (!p.word("False")) {
+        return err(npy_errc::bad_header, name, "malformed 'fortran_order'");
+      }
+      have_fortran = true;
+    } else if (key == "shape") {
+      if (!p.eat('('))
+        return err(npy_errc::bad_header, name, "malformed 'shape'");
+      while (!p.eat(')')) {
+        std::size_t d = 0;
+        if (!p.number(d))
+          return err(npy_errc::bad_header, name, "malformed 'shape'");
+        shape.push_back(d);
+        if (!p.eat(',')) {
+          if (!p.eat(')'))
+            return err(npy_errc::bad_header, name, "malformed 'shape'");
+          break;
+        }
+      }
+      have_shape = true;
+    } else {
+      return err(npy_errc::bad_header, name, "unknown header key '" + key + "'");
+    }
+    if (!p.eat(',')) {
+      if (!p.eat('}'))
+        return err(npy_errc::bad_header, name, "malformed header");
+      break;
+    }
+  }
+  if (!have_descr || !have_fortran || !have_shape) {
+    return err(npy_errc::bad_header, name, "header lacks descr, fortran_order or shape");
+  }
+  std::size_t item = 0;
+  if (descr == "<f4" || descr == "=f4" || descr == "f4") {
+    item = 4;
+  } else if (descr == "<f2" || descr == "=f2" || descr == "f2") {
+    item = 2;
+  } else {
+    return err(npy_errc::unsupported_dtype, name,
+               "unsupported dtype '" + descr + "' (expected float32 '<f4' or float16 '<f2')");
+  }
+  if (fortran) {
+    return err(npy_errc::fortran_order, name, "Fortran-ordered arrays are not supported");
+  }
+  std::size_t n = 1;
+  for (auto d : shape) {
+    if (d != 0 && n > (std::size_t{1} << 40) / d) {
+      return err(npy_errc::too_large, name, "array is too large");
+    }
+    n *= d;
+  }
+  const std::size_t have = bytes.size() - pos;
+  if (have < n * item) {
+    return err(npy_errc::truncated, name,
+               "truncated data: expected " + std::to_string(n * item) + " bytes, found " +
+                   std::to_string(have));
+  }
+  if (have > n * item) {
+    return err(npy_errc::trailing_data, name,
+               std::to_string(have - n * item) + " bytes after the array data");
+  }
+  npy_array out;
+  out.shape = std::move(shape);
+  out.descr = descr;
+  out.data.resize(n);
+  const char* src = bytes.data() + pos;
+  if (item == 4) {
+    if (n)
+      std::memcpy(out.data.data(), src, n * 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t h = 0;
+      std::memcpy(&h, src + 2 * i, 2);
+      out.data[i] = half_to_float(h);
+    }
+  }
+  return out;
+}
+
+/// Reads a .npy file (float32 or float16, C order) as float32.
+[[nodiscard]] inline npy_result<npy_array> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return detail::err(npy_errc::open_failed, path, "cannot open file");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad())
+    return detail::err(npy_errc::open_failed, path, "read error");
+  return parse_npy(bytes, path);
+}
+
+/// The bytes of a version-1.0 .npy file holding float32 `data` with `shape` (C order).
+[[nodiscard]] inline std::string format_npy(const float* data,
+                                            const std::vector<std::size_t>& shape) {
+  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+  std::size_t n = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]);
+    dict += shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : "");
+    n *= shape[i];
+  }
+  dict += "), }";
+  std::size_t total = 10 + dict.size() + 1;
+  dict.append((64 - total % 64) % 64, ' ');
+  dict += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>((dict.size() >> 8) & 0xFF);
+  out += dict;
+  const std::size_t at = out.size();
+  out.resize(at + 4 * n);
+  if (n)
+    std::memcpy(&out[at], data, 4 * n);
+  return out;
+}
+
+/// Writes float32 `data` with `shape` as a .npy file.
+[[nodiscard]] inline npy_result<bool> write_npy(const std::string& path, const float* data,
+                                                const std::vector<std::size_t>& shape) {
+  const std::string bytes = format_npy(data, shape);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return detail::err(npy_errc::write_failed, path, "cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out)
+    return detail::err(npy_errc::write_failed, path, "write error");
+  return true;
+}
+
+}  // namespace ptq::io

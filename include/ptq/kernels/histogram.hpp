@@ -1,0 +1,118 @@
+// Histogram with the toolkit's float32 binning (spec §5.6, §10.5, §10.6):
+//   bin = int(((x - lo) * B) / (hi - lo)) in float32, x == hi goes to bin B - 1,
+//   values outside [lo, hi] are ignored (torch.histc), and a degenerate range lo == hi uses the
+//   edges [lo - 1, hi + 1], so a constant tensor lands in bin B / 2.
+// Counts are added to `counts` (64-bit). The caller checks finiteness first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ptq/kernels/simd_support.hpp"
+
+namespace ptq::kernels {
+
+/// The float32 bin geometry of one histc call.
+struct bin_geometry {
+  float lo = 0.0f;     ///< left edge used for binning (lo - 1 when the range is degenerate)
+  float hi = 0.0f;     ///< right edge used for binning
+  float span = 0.0f;   ///< hi - lo in float32
+  float nbins = 0.0f;  ///< B as float
+  bool valid = true;   ///< false when even the widened range is empty (|lo| >= 2^24)
+};
+
+[[nodiscard]] inline bin_geometry make_bin_geometry(float lo, float hi, std::size_t bins) noexcept {
+  bin_geometry g;
+  if (lo == hi) {
+    lo = lo - 1.0f;
+    hi = hi + 1.0f;
+  }
+  g.lo = lo;
+  g.hi = hi;
+  g.span = hi - lo;
+  g.nbins = static_cast<float>(bins);
+  g.valid = g.span > 0.0f;
+  return g;
+}
+
+/// Scalar reference: the bin of one value, or -1 when it is outside [lo, hi].
+[[nodiscard]] inline std::int64_t bin_of(float x, const bin_geometry& g,
+                                         std::size_t bins) noexcept {
+  if (!(x >= g.lo) || !(x <= g.hi))
+    return -1;
+  if (!g.valid)
+    return static_cast<std::int64_t>(bins / 2);
+  auto b = static_cast<std::int64_t>(((x - g.lo) * g.nbins) / g.span);
+  if (b >= static_cast<std::int64_t>(bins))
+    b = static_cast<std::int64_t>(bins) - 1;
+  return b;
+}
+
+/// Scalar reference: counts[bin_of(x_i)] += 1.
+inline void histogram_ref(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
+                          std::int64_t* counts) noexcept {
+  const bin_geometry g = make_bin_geometry(lo, hi, bins);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t b = bin_of(x[i], g, bins);
+    if (b >= 0)
+      ++counts[b];
+  }
+}
+
+/// SIMD histogram: bin indices are computed 1 batch at a time (the division is the same IEEE
+/// operation as the reference), then counted into two interleaved 32-bit sub-histograms that are
+/// flushed into the 64-bit counts every 2^31 elements.
+template <class Arch>
+void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
+                    std::int64_t* counts) {
+  using B = detail::fbatch<Arch>;
+  using I = xsimd::batch<std::int32_t, Arch>;
+  constexpr std::size_t W = B::size;
+  const bin_geometry g = make_bin_geometry(lo, hi, bins);
+  if (!g.valid || bins == 0 || n < W) {
+    histogram_ref(x, n, lo, hi, bins, counts);
+    return;
+  }
+  std::vector<std::uint32_t> sub(2 * bins, 0u);
+  std::uint32_t* h0 = sub.data();
+  std::uint32_t* h1 = sub.data() + bins;
+  const B blo(g.lo), bhi(g.hi), bspan(g.span), bn(g.nbins);
+  const B top(static_cast<float>(bins - 1));
+  const B outside(-1.0f);
+  alignas(Arch::alignment()) std::int32_t idx[W];
+  const auto flush = [&]() {
+    for (std::size_t b = 0; b < bins; ++b) {
+      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]);
+      h0[b] = 0;
+      h1[b] = 0;
+    }
+  };
+  constexpr std::size_t flush_every = std::size_t{1} << 30;
+  std::size_t since_flush = 0;
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) {
+    const B v = B::load_unaligned(x + i);
+    const auto inside = (v >= blo) & (v <= bhi);
+    // For inside values the quotient is in [0, B], so the truncating conversion is exact-safe.
+    const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
+    // trunc(min(q, B-1)) == min(trunc(q), B-1) because B-1 is an integer.
+    const I b = xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside));
+    b.store_aligned(idx);
+    for (std::size_t l = 0; l + 1 < W; l += 2) {
+      if (idx[l] >= 0)
+        ++h0[idx[l]];
+      if (idx[l + 1] >= 0)
+        ++h1[idx[l + 1]];
+    }
+    since_flush += W;
+    if (since_flush >= flush_every) {
+      flush();
+      since_flush = 0;
+    }
+  }
+  flush();
+  histogram_ref(x + i, n - i, lo, hi, bins, counts);
+}
+
+}  // namespace ptq::kernels

@@ -1,0 +1,147 @@
+// A table of the kernels for one arch, so the algorithms pick an ISA once (at run time, via
+// xsimd::dispatch) rather than per call, and a helper for deterministic multithreading.
+//
+// Runtime dispatch, one translation unit per ISA (see tools/ptq/kernels_avx2.cpp):
+//   // in foo_avx2.cpp, compiled with -mavx2 -mfma:
+//   template ptq::kernels::kernel_set
+//   ptq::kernels::kernel_set_factory::operator()<xsimd::fma3<xsimd::avx2>>(
+//       xsimd::fma3<xsimd::avx2>) const noexcept;
+//   // everywhere else: PTQ_KERNELS_EXTERN_AVX2 (declares it extern), then
+//   const ptq::kernels::kernel_set k =
+//   ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "ptq/kernels/histogram.hpp"
+#include "ptq/kernels/minmax.hpp"
+#include "ptq/kernels/mse.hpp"
+#include "ptq/kernels/quantize.hpp"
+#include "ptq/kernels/topk.hpp"
+
+namespace ptq::kernels {
+
+/// Function pointers to every kernel of one arch (or to the scalar references).
+struct kernel_set {
+  const char* arch_name = "scalar";
+  minmax_result (*minmax)(const float*, std::size_t) noexcept = nullptr;
+  float (*absmax)(const float*, std::size_t) noexcept = nullptr;
+  void (*histogram)(const float*, std::size_t, float, float, std::size_t, std::int64_t*) = nullptr;
+  void (*candidate_mse)(const float*, std::size_t, const mse_candidate*, std::size_t,
+                        double*) noexcept = nullptr;
+  void (*fake_quant)(const float*, std::size_t, const quantizer&, float*) noexcept = nullptr;
+  void (*quantize_i8)(const float*, std::size_t, const quantizer&, std::int8_t*) noexcept = nullptr;
+  void (*quantize_i16)(const float*, std::size_t, const quantizer&,
+                       std::int16_t*) noexcept = nullptr;
+  extremes_result (*select_extremes)(const float*, std::size_t, std::size_t, std::size_t) = nullptr;
+};
+
+/// The scalar references as a kernel_set (the definition every SIMD set must equal).
+[[nodiscard]] inline kernel_set reference_kernel_set() noexcept {
+  kernel_set k;
+  k.arch_name = "reference";
+  k.minmax = &minmax_ref;
+  k.absmax = &absmax_ref;
+  k.histogram = &histogram_ref;
+  k.candidate_mse = &candidate_mse_ref;
+  k.fake_quant = &fake_quant_ref;
+  k.quantize_i8 = &quantize_ref<std::int8_t>;
+  k.quantize_i16 = &quantize_ref<std::int16_t>;
+  k.select_extremes = &select_extremes_ref;
+  return k;
+}
+
+/// The kernels of `Arch`. Instantiate it only in a TU compiled for Arch.
+template <class Arch>
+[[nodiscard]] kernel_set make_kernel_set() noexcept;
+
+template <class Arch>
+kernel_set make_kernel_set() noexcept {
+  kernel_set k;
+  k.arch_name = Arch::name();
+  k.minmax = &minmax_simd<Arch>;
+  k.absmax = &absmax_simd<Arch>;
+  k.histogram = &histogram_simd<Arch>;
+  k.candidate_mse = &candidate_mse_simd<Arch>;
+  k.fake_quant = &fake_quant_simd<Arch>;
+  k.quantize_i8 = &quantize_simd<Arch, std::int8_t>;
+  k.quantize_i16 = &quantize_simd<Arch, std::int16_t>;
+  k.select_extremes = &select_extremes_simd<Arch>;
+  return k;
+}
+
+/// Functor for xsimd::dispatch: returns the kernel_set of the arch it is called with.
+struct kernel_set_factory {
+  template <class Arch>
+  kernel_set operator()(Arch) const noexcept;
+};
+
+template <class Arch>
+kernel_set kernel_set_factory::operator()(Arch) const noexcept {
+  return make_kernel_set<Arch>();
+}
+
+/// The kernels for the arch this TU is compiled for (xsimd::default_arch).
+[[nodiscard]] inline const kernel_set& default_kernels() noexcept {
+  static const kernel_set k = make_kernel_set<xsimd::default_arch>();
+  return k;
+}
+
+/// The x86 arches a runtime-dispatching binary provides, best first.
+using x86_archs = xsimd::arch_list<xsimd::avx512f, xsimd::fma3<xsimd::avx2>, xsimd::sse2>;
+
+/// Picks the best kernel_set of ArchList that this CPU supports. Every arch of the list must be
+/// explicitly instantiated in a TU compiled for it (and declared extern where this is called).
+template <class ArchList>
+[[nodiscard]] kernel_set dispatch_kernel_set() noexcept {
+  return xsimd::dispatch<ArchList>(kernel_set_factory{})();
+}
+
+/// Runs fn(block) for block in [0, nblocks) on up to `threads` threads (0 = hardware
+/// concurrency). Blocks are independent; callers combine per-block results in block order, so
+/// the outcome does not depend on the thread count.
+template <class Fn>
+void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
+  if (threads == 0)
+    threads = std::thread::hardware_concurrency();
+  if (threads <= 1 || nblocks <= 1) {
+    for (std::size_t b = 0; b < nblocks; ++b)
+      fn(b);
+    return;
+  }
+  const std::size_t nt = std::min<std::size_t>(threads, nblocks);
+  std::vector<std::thread> pool;
+  pool.reserve(nt - 1);
+  // Static round-robin assignment: thread t runs blocks t, t + nt, ...
+  for (std::size_t t = 1; t < nt; ++t) {
+    pool.emplace_back([&fn, t, nt, nblocks]() {
+      for (std::size_t b = t; b < nblocks; b += nt)
+        fn(b);
+    });
+  }
+  for (std::size_t b = 0; b < nblocks; b += nt)
+    fn(b);
+  for (auto& th : pool)
+    th.join();
+}
+
+}  // namespace ptq::kernels
+
+/// Declares the AVX2 / AVX-512 kernel sets extern (defined in *_avx2.cpp / *_avx512.cpp TUs).
+#define PTQ_KERNELS_EXTERN_AVX2                                                                    \
+  extern template ptq::kernels::kernel_set                                                         \
+  ptq::kernels::kernel_set_factory::operator()<xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) \
+      const noexcept;
+#define PTQ_KERNELS_EXTERN_AVX512          \
+  extern template ptq::kernels::kernel_set \
+  ptq::kernels::kernel_set_factory::operator()<xsimd::avx512f>(xsimd::avx512f) const noexcept;
+#define PTQ_KERNELS_INSTANTIATE_AVX2                                                               \
+  template ptq::kernels::kernel_set                                                                \
+  ptq::kernels::kernel_set_factory::operator()<xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) \
+      const noexcept;
+#define PTQ_KERNELS_INSTANTIATE_AVX512                                                            \
+  template ptq::kernels::kernel_set ptq::kernels::kernel_set_factory::operator()<xsimd::avx512f>( \
+      xsimd::avx512f) const noexcept;

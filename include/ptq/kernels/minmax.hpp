@@ -1,0 +1,118 @@
+// Per-tensor min/max with NaN/Inf detection, absmax, and their per-row forms. Each SIMD kernel
+// is a template on the xsimd arch; the scalar reference beside it defines the result.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+
+#include "ptq/kernels/simd_support.hpp"
+
+namespace ptq::kernels {
+
+/// Result of a min/max scan. `first_bad` is the index of the first NaN or ±Inf, or n when every
+/// element is finite; min/max are only meaningful when first_bad == n. An empty range gives
+/// min = +inf, max = -inf. A zero result is always +0 (the sign of a zero min/max is dropped).
+struct minmax_result {
+  float min = HUGE_VALF;
+  float max = -HUGE_VALF;
+  std::size_t first_bad = 0;
+};
+
+[[nodiscard]] inline bool is_finite_value(float v) noexcept {
+  return std::fabs(v) <= FLT_MAX;
+}
+
+/// Scalar reference: min, max and the first non-finite index.
+[[nodiscard]] inline minmax_result minmax_ref(const float* x, std::size_t n) noexcept {
+  minmax_result r;
+  r.first_bad = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (!is_finite_value(v)) {
+      r.first_bad = i;
+      return r;
+    }
+    r.min = v < r.min ? v : r.min;
+    r.max = v > r.max ? v : r.max;
+  }
+  r.min += 0.0f;  // -0 -> +0
+  r.max += 0.0f;
+  return r;
+}
+
+/// Scalar reference: max |x| (0 for an empty range). Non-finite input is the caller's problem.
+[[nodiscard]] inline float absmax_ref(const float* x, std::size_t n) noexcept {
+  float m = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+/// SIMD min/max + finiteness. Four independent accumulators per extreme so the loop runs at
+/// memory bandwidth.
+template <class Arch>
+[[nodiscard]] minmax_result minmax_simd(const float* x, std::size_t n) noexcept {
+  using B = detail::fbatch<Arch>;
+  constexpr std::size_t W = B::size;
+  constexpr std::size_t U = 4 * W;
+  if (n < U)
+    return minmax_ref(x, n);
+  B mn0 = B::load_unaligned(x), mn1 = mn0, mn2 = mn0, mn3 = mn0;
+  B mx0 = mn0, mx1 = mn0, mx2 = mn0, mx3 = mn0;
+  const B lim(FLT_MAX);
+  // !(|v| <= FLT_MAX) is true for NaN and ±Inf; accumulated as a mask.
+  auto bad = !(xsimd::abs(mn0) <= lim);
+  std::size_t i = 0;
+  for (; i + U <= n; i += U) {
+    const B a = B::load_unaligned(x + i), b = B::load_unaligned(x + i + W),
+            c = B::load_unaligned(x + i + 2 * W), d = B::load_unaligned(x + i + 3 * W);
+    mn0 = xsimd::min(mn0, a);
+    mn1 = xsimd::min(mn1, b);
+    mn2 = xsimd::min(mn2, c);
+    mn3 = xsimd::min(mn3, d);
+    mx0 = xsimd::max(mx0, a);
+    mx1 = xsimd::max(mx1, b);
+    mx2 = xsimd::max(mx2, c);
+    mx3 = xsimd::max(mx3, d);
+    bad = bad | !(xsimd::abs(a) <= lim) | !(xsimd::abs(b) <= lim) | !(xsimd::abs(c) <= lim) |
+          !(xsimd::abs(d) <= lim);
+  }
+  if (xsimd::any(bad))
+    return minmax_ref(x, n);  // rescan for the first bad index
+  const minmax_result tail = minmax_ref(x + i, n - i);
+  if (tail.first_bad != n - i)
+    return minmax_ref(x, n);
+  minmax_result r;
+  r.first_bad = n;
+  float lo = detail::hmin<Arch>(xsimd::min(xsimd::min(mn0, mn1), xsimd::min(mn2, mn3)));
+  float hi = detail::hmax<Arch>(xsimd::max(xsimd::max(mx0, mx1), xsimd::max(mx2, mx3)));
+  lo = tail.min < lo ? tail.min : lo;
+  hi = tail.max > hi ? tail.max : hi;
+  r.min = lo + 0.0f;
+  r.max = hi + 0.0f;
+  return r;
+}
+
+/// SIMD absmax.
+template <class Arch>
+[[nodiscard]] float absmax_simd(const float* x, std::size_t n) noexcept {
+  using B = detail::fbatch<Arch>;
+  constexpr std::size_t W = B::size;
+  constexpr std::size_t U = 4 * W;
+  B m0(0.0f), m1(0.0f), m2(0.0f), m3(0.0f);
+  std::size_t i = 0;
+  for (; i + U <= n; i += U) {
+    m0 = xsimd::max(m0, xsimd::abs(B::load_unaligned(x + i)));
+    m1 = xsimd::max(m1, xsimd::abs(B::load_unaligned(x + i + W)));
+    m2 = xsimd::max(m2, xsimd::abs(B::load_unaligned(x + i + 2 * W)));
+    m3 = xsimd::max(m3, xsimd::abs(B::load_unaligned(x + i + 3 * W)));
+  }
+  const float m = detail::hmax<Arch>(xsimd::max(xsimd::max(m0, m1), xsimd::max(m2, m3)));
+  const float t = absmax_ref(x + i, n - i);
+  return t > m ? t : m;
+}
+
+}  // namespace ptq::kernels

@@ -1,0 +1,60 @@
+// `ptq balance --alpha A --type T [--groups G] ACT.npy W.npy`: DMQ balance factors of one layer.
+// Prints {"tensor_balance_factor": [...]}.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "command.hpp"
+#include "numeric_io.hpp"
+
+namespace {
+
+struct balance_options {
+  double alpha = 0.5;
+  std::string type;
+  std::size_t groups = 1;
+  std::string act;
+  std::string weight;
+};
+
+int run_balance(const balance_options& o) {
+  const std::string cmd = "balance";
+  auto op = ptq_cli::parse_layer_op(o.type, cmd);
+  if (!op)
+    return ptq_cli::exit_error;
+  auto a = ptq_cli::load_tensor(o.act, cmd);
+  if (!a)
+    return ptq_cli::exit_error;
+  auto w = ptq_cli::load_tensor(o.weight, cmd);
+  if (!w)
+    return ptq_cli::exit_error;
+  const ptq::tensor_ref act{a->data.data(), a->shape, o.act};
+  const ptq::tensor_ref wt{w->data.data(), w->shape, o.weight};
+  auto f = ptq::dmq_factors(act, wt, *op, o.groups, ptq::dmq_settings{o.alpha},
+                            ptq_cli::numeric_kernels());
+  if (!f)
+    return ptq_cli::numeric_fail(cmd, f.error().message);
+  std::cout << "{\"tensor_balance_factor\": " << ptq_cli::json_list(f.value(), ptq_cli::json_float)
+            << "}\n";
+  return ptq_cli::exit_ok;
+}
+
+const ptq_cli::register_command reg{
+    {"balance", "DMQ balance factors of one layer from its input batch and weight", 32,
+     [](CLI::App& sub) -> ptq_cli::run_fn {
+       auto o = std::make_shared<balance_options>();
+       sub.add_option("--alpha", o->alpha, "migration_strength in [0.2, 0.8]")
+           ->check(CLI::Range(0.2, 0.8))
+           ->capture_default_str();
+       sub.add_option("--type", o->type, "layer type (PyTorch class name)")
+           ->required()
+           ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
+       sub.add_option("--groups", o->groups, "convolution groups")
+           ->check(CLI::PositiveNumber)
+           ->capture_default_str();
+       sub.add_option("ACT", o->act, "the layer's input batch (.npy)")->required();
+       sub.add_option("WEIGHT", o->weight, "the layer's weight (.npy, native layout)")->required();
+       return [o]() -> int { return run_balance(*o); };
+     }}};
+
+}  // namespace

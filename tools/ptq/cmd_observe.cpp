@@ -1,0 +1,92 @@
+// `ptq observe --algo ifmr|hfmg [options] BATCH.npy...`: activation calibration of one tensor,
+// one .npy per calibration batch. Prints {"scale", "offset", "clip_min", "clip_max"}.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "numeric_io.hpp"
+
+namespace {
+
+struct observe_options {
+  std::string algo = "ifmr";
+  ptq::ifmr_settings ifmr{};
+  std::size_t bins = 4096;
+  int bits = 8;
+  bool asymmetric = true;
+  std::string candidates = "toolkit";
+  bool fp16 = false;
+  unsigned threads = 1;
+  std::vector<std::string> batches;
+};
+
+int run_observe(const observe_options& o) {
+  const std::string cmd = "observe";
+  ptq::activation_settings s;
+  s.algo = o.algo == "hfmg" ? ptq::activation_algo::hfmg : ptq::activation_algo::ifmr;
+  s.ifmr = o.ifmr;
+  s.ifmr.bits = o.bits;
+  s.ifmr.asymmetric = o.asymmetric;
+  s.ifmr.candidates =
+      o.candidates == "inclusive" ? ptq::candidate_rule::inclusive : ptq::candidate_rule::toolkit;
+  s.ifmr.threads = o.threads;
+  s.hfmg.num_of_bins = o.bins;
+  s.hfmg.bits = o.bits;
+  s.hfmg.asymmetric = o.asymmetric;
+  ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
+  for (const auto& path : o.batches) {
+    auto t = ptq_cli::load_tensor(path, cmd);
+    if (!t)
+      return ptq_cli::exit_error;
+    auto st = obs.observe(t->data.data(), t->data.size());
+    if (!st)
+      return ptq_cli::numeric_fail(cmd, path + ": " + st.error().message);
+  }
+  auto r = obs.finalize();
+  if (!r)
+    return ptq_cli::numeric_fail(cmd, r.error().message);
+  ptq::activation_quant_result q = r.value();
+  if (o.fp16)
+    q = ptq::with_fp16_scale(q);
+  std::cout << "{\"scale\": " << ptq_cli::json_float(q.scale) << ", \"offset\": " << q.offset
+            << ", \"clip_min\": " << ptq_cli::json_float(q.clip_min)
+            << ", \"clip_max\": " << ptq_cli::json_float(q.clip_max) << "}\n";
+  return ptq_cli::exit_ok;
+}
+
+const ptq_cli::register_command reg{
+    {"observe", "Calibrate one activation tensor (IFMR or HFMG) from .npy batches", 30,
+     [](CLI::App& sub) -> ptq_cli::run_fn {
+       auto o = std::make_shared<observe_options>();
+       sub.add_option("--algo", o->algo, "activation algorithm")
+           ->check(CLI::IsMember({"ifmr", "hfmg"}))
+           ->capture_default_str();
+       sub.add_option("--search-range-start", o->ifmr.search_range_start, "IFMR")
+           ->capture_default_str();
+       sub.add_option("--search-range-end", o->ifmr.search_range_end, "IFMR")
+           ->capture_default_str();
+       sub.add_option("--search-step", o->ifmr.search_step, "IFMR")->capture_default_str();
+       sub.add_option("--max-percentile", o->ifmr.max_percentile, "IFMR")->capture_default_str();
+       sub.add_option("--min-percentile", o->ifmr.min_percentile, "IFMR")->capture_default_str();
+       sub.add_option("--num-of-bins", o->bins, "HFMG histogram bins")
+           ->check(CLI::IsMember({1024, 2048, 4096, 8192}))
+           ->capture_default_str();
+       sub.add_option("--bits", o->bits, "activation bits (dst_type INT8 or INT16)")
+           ->check(CLI::IsMember({8, 16}))
+           ->capture_default_str();
+       sub.add_flag("--asymmetric,!--symmetric", o->asymmetric,
+                    "asymmetric (default, activation_offset) or symmetric quantization");
+       sub.add_option("--candidates", o->candidates,
+                      "IFMR candidate count: toolkit (float32 arange) or inclusive (end included)")
+           ->check(CLI::IsMember({"toolkit", "inclusive"}))
+           ->capture_default_str();
+       sub.add_flag("--fp16-scale", o->fp16, "FORCE_FP16_QUANT: round scale_d through fp16");
+       sub.add_option("--threads", o->threads, "worker threads (0 = all cores)")
+           ->capture_default_str();
+       sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
+       return [o]() -> int { return run_observe(*o); };
+     }}};
+
+}  // namespace

@@ -1,0 +1,83 @@
+// `ptq weights --algo arq --type T [--groups G] [--bits N] [--channel-wise|--per-tensor] W.npy`:
+// weight calibration. Prints {"scale_w": [...], "offset_w": [...]}.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "numeric_io.hpp"
+
+namespace {
+
+struct weights_options {
+  std::string algo = "arq";
+  std::string type;
+  std::size_t groups = 1;
+  int bits = 8;
+  bool channel_wise = false;
+  bool per_tensor = false;
+  std::string fake_quant_out;
+  std::string weight;
+};
+
+int run_weights(const weights_options& o) {
+  const std::string cmd = "weights";
+  auto op = ptq_cli::parse_layer_op(o.type, cmd);
+  if (!op)
+    return ptq_cli::exit_error;
+  auto t = ptq_cli::load_tensor(o.weight, cmd);
+  if (!t)
+    return ptq_cli::exit_error;
+  ptq::arq_settings s;
+  s.bits = o.bits;
+  // The type's default (CHANNEL_WISE_TYPES, spec §3): per channel except Linear.
+  s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_op::linear);
+  const ptq::tensor_ref w{t->data.data(), t->shape, o.weight};
+  auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
+  if (!r)
+    return ptq_cli::numeric_fail(cmd, r.error().message);
+  if (!o.fake_quant_out.empty()) {
+    std::vector<float> fq = t->data;
+    auto st = ptq::arq_fake_quantize(fq.data(), t->shape, *op, o.groups, r.value(),
+                                     ptq_cli::numeric_kernels());
+    if (!st)
+      return ptq_cli::numeric_fail(cmd, st.error().message);
+    auto wr = ptq::io::write_npy(o.fake_quant_out, fq.data(), t->shape);
+    if (!wr)
+      return ptq_cli::numeric_fail(cmd, wr.error().message);
+  }
+  std::cout << "{\"scale_w\": " << ptq_cli::json_list(r.value().scale, ptq_cli::json_float)
+            << ", \"offset_w\": "
+            << ptq_cli::json_list(r.value().offset,
+                                  [](std::int32_t v) { return std::to_string(v); })
+            << "}\n";
+  return ptq_cli::exit_ok;
+}
+
+const ptq_cli::register_command reg{
+    {"weights", "Calibrate one weight tensor (ARQ) from a .npy file", 31,
+     [](CLI::App& sub) -> ptq_cli::run_fn {
+       auto o = std::make_shared<weights_options>();
+       sub.add_option("--algo", o->algo, "weight algorithm")
+           ->check(CLI::IsMember({"arq"}))
+           ->capture_default_str();
+       sub.add_option("--type", o->type, "layer type (PyTorch class name)")
+           ->required()
+           ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
+       sub.add_option("--groups", o->groups, "convolution groups")
+           ->check(CLI::PositiveNumber)
+           ->capture_default_str();
+       sub.add_option("--bits", o->bits, "weight bits")
+           ->check(CLI::IsMember({4, 6, 7, 8}))
+           ->capture_default_str();
+       auto* cw = sub.add_flag("--channel-wise", o->channel_wise, "one scale per output channel");
+       auto* pt = sub.add_flag("--per-tensor", o->per_tensor, "one scale for the tensor");
+       cw->excludes(pt);
+       sub.add_option("--fake-quant-out", o->fake_quant_out,
+                      "also write the fake-quantized weight to this .npy");
+       sub.add_option("WEIGHT", o->weight, "weight .npy in the framework's layout")->required();
+       return [o]() -> int { return run_weights(*o); };
+     }}};
+
+}  // namespace

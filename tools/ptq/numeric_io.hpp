@@ -1,0 +1,72 @@
+// Shared by the numeric subcommands (observe, weights, balance): runtime kernel dispatch,
+// .npy loading with error reporting, and float printing that round-trips float32.
+#pragma once
+
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "ptq/algorithms.hpp"
+#include "ptq/detail/float_format.hpp"
+#include "ptq/io/npy.hpp"
+
+// The AVX2 and AVX-512 kernel sets are compiled in kernels_avx2.cpp / kernels_avx512.cpp.
+PTQ_KERNELS_EXTERN_AVX2
+PTQ_KERNELS_EXTERN_AVX512
+
+namespace ptq_cli {
+
+/// The best kernel set this CPU runs (xsimd runtime dispatch over avx512f / avx2+fma / sse2).
+[[nodiscard]] inline const ptq::kernels::kernel_set& numeric_kernels() {
+  static const ptq::kernels::kernel_set k =
+      ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
+  return k;
+}
+
+inline int numeric_fail(const std::string& command, const std::string& message) {
+  std::cerr << "ptq " << command << ": error: " << message << '\n';
+  return exit_error;
+}
+
+/// Reads a .npy file; prints the error and returns nothing on failure.
+[[nodiscard]] inline std::optional<ptq::io::npy_array> load_tensor(const std::string& path,
+                                                                   const std::string& command) {
+  auto r = ptq::io::read_npy(path);
+  if (!r) {
+    numeric_fail(command, r.error().message);
+    return std::nullopt;
+  }
+  return std::move(r).value();
+}
+
+/// Shortest decimal that reads back to the same float32.
+[[nodiscard]] inline std::string json_float(float v) {
+  return ptq::detail::shortest_repr(v);
+}
+
+template <class T, class F>
+[[nodiscard]] std::string json_list(const std::vector<T>& v, F&& fmt) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += fmt(v[i]);
+  }
+  return s + "]";
+}
+
+/// Layer type from its PyTorch class name; prints an error when unknown.
+[[nodiscard]] inline std::optional<ptq::layer_op> parse_layer_op(const std::string& name,
+                                                                 const std::string& command) {
+  auto op = ptq::layer_op_from_string(name);
+  if (!op)
+    numeric_fail(command, "unknown layer type '" + name + "'");
+  return op;
+}
+
+inline const std::vector<std::string> numeric_layer_types{
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Linear"};
+
+}  // namespace ptq_cli
