@@ -20,7 +20,8 @@ int main() {
   // 1. Parse and check: errors and warnings carry a code and a line:column.
   const auto config = ptq::try_parse_config(text);
   std::cerr << ptq::format_diagnostics(config.diagnostics(), text, "quant.cfg");
-  if (!config) return 1;
+  if (!config)
+    return 1;
 
   // 2. Resolve per layer with the toolkit's precedence and defaults.
   const std::vector<ptq::layer_info> layers = {
@@ -29,7 +30,8 @@ int main() {
   };
   const auto plan = ptq::resolve_config(config.value(), layers);
   std::cerr << ptq::format_diagnostics(plan.diagnostics(), text, "quant.cfg");
-  if (!plan) return 1;
+  if (!plan)
+    return 1;
 
   for (const auto& layer : plan->layers) {
     std::cout << layer.name << ": " << ptq::to_string(layer.activation.algo)

@@ -10,7 +10,9 @@
 
 namespace ptq_test {
 
-inline std::string data_path(const std::string& rel) { return std::string(PTQ_TEST_DATA_DIR) + "/" + rel; }
+inline std::string data_path(const std::string& rel) {
+  return std::string(PTQ_TEST_DATA_DIR) + "/" + rel;
+}
 
 inline std::string read_data(const std::string& rel) {
   std::string text;
@@ -28,7 +30,8 @@ inline ptq::amct_config parse_ok(const std::string& text) {
 inline std::vector<ptq::diagnostic> warnings_of(const ptq::result<ptq::amct_config>& r) {
   std::vector<ptq::diagnostic> w;
   for (const auto& d : r.diagnostics()) {
-    if (!ptq::is_error(d)) w.push_back(d);
+    if (!ptq::is_error(d))
+      w.push_back(d);
   }
   return w;
 }

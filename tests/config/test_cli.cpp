@@ -1,9 +1,9 @@
 // The `ptq` tool's config subcommands, run as a user would.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 #include "helpers.hpp"
 
@@ -24,7 +24,8 @@ run_result run(const std::string& args) {
   REQUIRE(p != nullptr);
   char buf[4096];
   std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   (void)ptq::read_text_file(err_file, r.err);
@@ -32,7 +33,9 @@ run_result run(const std::string& args) {
   return r;
 }
 
-std::string data(const std::string& rel) { return ptq_test::data_path(rel); }
+std::string data(const std::string& rel) {
+  return ptq_test::data_path(rel);
+}
 
 }  // namespace
 
@@ -40,8 +43,8 @@ TEST_CASE("ptq resolve reproduces every golden case byte for byte", "[cli]") {
   for (const char* name :
        {"01_precedence", "03_asymmetric_offset_false_common_hfmg", "07_hfmg_vs_ifmr_defaults",
         "09_ada_common_unsupported_types", "11_quant_bits7_common", "13_dmq_common_avgpool",
-        "17_channel_wise_common_linear_overridden", "19_int16_override_linear_conv",
-        "25_int4_pack", "29_seed_dmq_balancer", "31_seed_quant_hfmg"}) {
+        "17_channel_wise_common_linear_overridden", "19_int16_override_linear_conv", "25_int4_pack",
+        "29_seed_dmq_balancer", "31_seed_quant_hfmg"}) {
     INFO(name);
     const std::string base = data(std::string("resolve-cases/") + name);
     const auto r = run("resolve " + base + ".cfg --layers " + base + ".layers.json");
@@ -51,8 +54,9 @@ TEST_CASE("ptq resolve reproduces every golden case byte for byte", "[cli]") {
 }
 
 TEST_CASE("ptq resolve fails with exit 1 where the toolkit fails", "[cli]") {
-  for (const char* name : {"05_conv3d_override_asymmetric_error",
-                           "21_int16_override_linear_nobias_error", "23_skip_fusion_linear_error"}) {
+  for (const char* name :
+       {"05_conv3d_override_asymmetric_error", "21_int16_override_linear_nobias_error",
+        "23_skip_fusion_linear_error"}) {
     INFO(name);
     const std::string base = data(std::string("resolve-cases/") + name);
     const auto r = run("resolve " + base + ".cfg --layers " + base + ".layers.json");
@@ -61,8 +65,8 @@ TEST_CASE("ptq resolve fails with exit 1 where the toolkit fails", "[cli]") {
     CHECK(r.err.find(".cfg:") != std::string::npos);
     CHECK(r.err.find(": error: ") != std::string::npos);
   }
-  const auto r = run("resolve " + data("seeds/quant_hfmg.cfg") + " --layers " +
-                     data("seeds/quant.cfg"));
+  const auto r =
+      run("resolve " + data("seeds/quant_hfmg.cfg") + " --layers " + data("seeds/quant.cfg"));
   CHECK(r.code == 1);
   CHECK(r.err.find("not valid JSON") != std::string::npos);
 }

@@ -40,9 +40,9 @@ TEST_CASE("the toolkit layout: 4-space indent, no space after colon, no newline"
 }
 
 TEST_CASE("detailed JSON reads back equal (to_json / from_json)", "[json]") {
-  const char* const cases[] = {"01_precedence", "09_ada_common_unsupported_types",
+  const char* const cases[] = {"01_precedence",         "09_ada_common_unsupported_types",
                                "13_dmq_common_avgpool", "19_int16_override_linear_conv",
-                               "29_seed_dmq_balancer", "31_seed_quant_hfmg"};
+                               "29_seed_dmq_balancer",  "31_seed_quant_hfmg"};
   for (const char* name : cases) {
     INFO(name);
     const auto text = ptq_test::read_data(std::string("resolve-cases/") + name + ".expected.json");
@@ -79,28 +79,41 @@ const std::string layer_ok =
 TEST_CASE("detailed JSON rules (spec 4.5)", "[json]") {
   CHECK(ptq::try_read_quant_config("{\"version\":1," + layer_ok + "}").ok());
   CHECK(json_error("{\"version\":2," + layer_ok + "}") == ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error("{\"batch_num\":0," + layer_ok + "}") == ptq::diag_code::json_value_out_of_range);
+  CHECK(json_error("{\"batch_num\":0," + layer_ok + "}") ==
+        ptq::diag_code::json_value_out_of_range);
   CHECK(json_error("{\"batch_num\":1.5," + layer_ok + "}") == ptq::diag_code::json_wrong_type);
-  CHECK(json_error("{\"version\":1,\"version\":1," + layer_ok + "}") == ptq::diag_code::json_invalid);
+  CHECK(json_error("{\"version\":1,\"version\":1," + layer_ok + "}") ==
+        ptq::diag_code::json_invalid);
   CHECK(json_error("{\"version\":1,") == ptq::diag_code::json_invalid);
   CHECK(json_error("{\"fakequant_precision_mode\":\"FP8\"," + layer_ok + "}") ==
         ptq::diag_code::fakequant_mode_invalid);
   CHECK(json_error(R"({"l":{"quant_enable":false,"activation_quant_params":{}}})") ==
         ptq::diag_code::nothing_to_quantize);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{"num_bits":8,"num_of_bins":4096,"search_step":0.01}}})") ==
-        ptq::diag_code::json_value_out_of_range);
+  CHECK(
+      json_error(
+          R"({"l":{"quant_enable":true,"activation_quant_params":{"num_bits":8,"num_of_bins":4096,"search_step":0.01}}})") ==
+      ptq::diag_code::json_value_out_of_range);
   CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{"num_bits":32}}})") ==
         ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{"max_percentile":0.5}}})") ==
+  CHECK(json_error(
+            R"({"l":{"quant_enable":true,"activation_quant_params":{"max_percentile":0.5}}})") ==
         ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{"search_range":[1.3,0.7]}}})") ==
-        ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"arq_quantize","reg_param":0.1}}})") ==
-        ptq::diag_code::json_unknown_key);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"ada_quantize","beta_range":[2,20]}}})") ==
-        ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error(R"({"l":{"quant_enable":true,"dmq_balancer_param":0.9,"activation_quant_params":{}}})") ==
-        ptq::diag_code::json_value_out_of_range);
+  CHECK(
+      json_error(
+          R"({"l":{"quant_enable":true,"activation_quant_params":{"search_range":[1.3,0.7]}}})") ==
+      ptq::diag_code::json_value_out_of_range);
+  CHECK(
+      json_error(
+          R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"arq_quantize","reg_param":0.1}}})") ==
+      ptq::diag_code::json_unknown_key);
+  CHECK(
+      json_error(
+          R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"ada_quantize","beta_range":[2,20]}}})") ==
+      ptq::diag_code::json_value_out_of_range);
+  CHECK(
+      json_error(
+          R"({"l":{"quant_enable":true,"dmq_balancer_param":0.9,"activation_quant_params":{}}})") ==
+      ptq::diag_code::json_value_out_of_range);
   CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{},"bogus":1}})") ==
         ptq::diag_code::json_unknown_key);
 }
@@ -121,9 +134,10 @@ TEST_CASE("layer lists", "[json]") {
   CHECK(*r.value()[0].in_channels == 3);
   CHECK_FALSE(r.value()[1].has_bias);
   CHECK_FALSE(r.value()[1].in_channels.has_value());
-  for (const char* bad : {"{}", "[1]", R"([{"type":"Conv2d"}])", R"([{"name":"a","type":"Optype"}])",
-                          R"([{"name":"a","type":"LSTM"}])", R"([{"name":"a","type":"Conv2d","groups":0}])",
-                          R"([{"name":"a","type":"Conv2d","colour":1}])", "[", ""}) {
+  for (const char* bad :
+       {"{}", "[1]", R"([{"type":"Conv2d"}])", R"([{"name":"a","type":"Optype"}])",
+        R"([{"name":"a","type":"LSTM"}])", R"([{"name":"a","type":"Conv2d","groups":0}])",
+        R"([{"name":"a","type":"Conv2d","colour":1}])", "[", ""}) {
     INFO(bad);
     const auto e = ptq::try_read_layer_list(bad);
     REQUIRE_FALSE(e.ok());

@@ -13,7 +13,8 @@ std::vector<ptq::token> lex_all(std::string_view text) {
   ptq::token t;
   while (true) {
     REQUIRE(lx.next(t));
-    if (t.kind == ptq::token_kind::end) break;
+    if (t.kind == ptq::token_kind::end)
+      break;
     out.push_back(t);
   }
   return out;
@@ -65,7 +66,8 @@ TEST_CASE("numbers are lexed greedily like the toolkit's tokenizer", "[lexer]") 
   CHECK(toks[3].text == "0x1F");
   CHECK(toks[4].text == "1.2.3");
   CHECK(toks[5].text == "-inf");
-  for (const auto& t : toks) CHECK(t.kind == ptq::token_kind::number);
+  for (const auto& t : toks)
+    CHECK(t.kind == ptq::token_kind::number);
 }
 
 TEST_CASE("string escapes follow protobuf's CUnescape", "[lexer]") {

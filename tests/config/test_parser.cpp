@@ -66,7 +66,8 @@ TEST_CASE("floats: inf, nan, suffixes, and float32 rounding like the toolkit", "
 }
 
 TEST_CASE("the numeric field type is a template parameter", "[parser]") {
-  const auto r = ptq::try_parse_config<double>("common_config { dmq_balancer { migration_strength: 0.3 } }");
+  const auto r =
+      ptq::try_parse_config<double>("common_config { dmq_balancer { migration_strength: 0.3 } }");
   REQUIRE(r.ok());
   CHECK(*r.value().common_config->dmq->migration_strength == 0.3);
 }
@@ -170,7 +171,8 @@ TEST_CASE("older dialect: required fields and weight_offset", "[parser]") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == ptq::diag_code::missing_field);  // 4 of ifmr's 5 fields
   bool fc_cw = false;
-  for (const auto& d : r.diagnostics()) fc_cw |= d.code == ptq::diag_code::legacy_fc_channel_wise;
+  for (const auto& d : r.diagnostics())
+    fc_cw |= d.code == ptq::diag_code::legacy_fc_channel_wise;
   CHECK(fc_cw);
 }
 

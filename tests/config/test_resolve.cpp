@@ -13,11 +13,17 @@ using ptq_test::read_data;
 
 namespace {
 
-const char* const golden_ok[] = {
-    "01_precedence", "03_asymmetric_offset_false_common_hfmg", "07_hfmg_vs_ifmr_defaults",
-    "09_ada_common_unsupported_types", "11_quant_bits7_common", "13_dmq_common_avgpool",
-    "17_channel_wise_common_linear_overridden", "19_int16_override_linear_conv", "25_int4_pack",
-    "29_seed_dmq_balancer", "31_seed_quant_hfmg"};
+const char* const golden_ok[] = {"01_precedence",
+                                 "03_asymmetric_offset_false_common_hfmg",
+                                 "07_hfmg_vs_ifmr_defaults",
+                                 "09_ada_common_unsupported_types",
+                                 "11_quant_bits7_common",
+                                 "13_dmq_common_avgpool",
+                                 "17_channel_wise_common_linear_overridden",
+                                 "19_int16_override_linear_conv",
+                                 "25_int4_pack",
+                                 "29_seed_dmq_balancer",
+                                 "31_seed_quant_hfmg"};
 
 struct golden_error {
   const char* name;
@@ -82,8 +88,8 @@ TEST_CASE("names in skip_layers, overrides and skip_fusion_layers must exist", "
 TEST_CASE("nothing left to quantize is an error", "[resolve]") {
   const std::vector<ptq::layer_info> layers{layer("conv1", layer_type::conv2d),
                                             layer("fc", layer_type::linear)};
-  const auto r = ptq::resolve_config(parse_ok("skip_layers: \"conv1\" skip_layer_types: \"Linear\""),
-                                     layers);
+  const auto r =
+      ptq::resolve_config(parse_ok("skip_layers: \"conv1\" skip_layer_types: \"Linear\""), layers);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == ptq::diag_code::nothing_to_quantize);
 }
@@ -98,10 +104,9 @@ TEST_CASE("a malformed layer list is an error", "[resolve]") {
 
 TEST_CASE("settings a layer cannot take: warnings via common_config, errors via overrides",
           "[resolve]") {
-  const std::vector<ptq::layer_info> layers{layer("conv", layer_type::conv2d),
-                                            layer("c3d", layer_type::conv3d),
-                                            layer("fc", layer_type::linear),
-                                            layer("pool", layer_type::avg_pool2d)};
+  const std::vector<ptq::layer_info> layers{
+      layer("conv", layer_type::conv2d), layer("c3d", layer_type::conv3d),
+      layer("fc", layer_type::linear), layer("pool", layer_type::avg_pool2d)};
   struct row {
     const char* block;
     const char* layer_name;
@@ -126,16 +131,16 @@ TEST_CASE("settings a layer cannot take: warnings via common_config, errors via 
                 d.message.find("'" + std::string(rw.layer_name) + "'") != std::string::npos;
     }
     CHECK(warned);
-    const auto by_name = ptq::resolve_config(
-        parse_ok(std::string("override_layer_configs { layer_name: \"") + rw.layer_name +
-                 "\" calibration_config { " + block + " } }"),
-        layers);
+    const auto by_name =
+        ptq::resolve_config(parse_ok(std::string("override_layer_configs { layer_name: \"") +
+                                     rw.layer_name + "\" calibration_config { " + block + " } }"),
+                            layers);
     REQUIRE_FALSE(by_name.ok());
     CHECK(by_name.error().code == ptq::diag_code::unsupported_setting);
-    const auto by_type = ptq::resolve_config(
-        parse_ok(std::string("override_layer_types { layer_type: \"") + rw.type_name +
-                 "\" calibration_config { " + block + " } }"),
-        layers);
+    const auto by_type =
+        ptq::resolve_config(parse_ok(std::string("override_layer_types { layer_type: \"") +
+                                     rw.type_name + "\" calibration_config { " + block + " } }"),
+                            layers);
     REQUIRE_FALSE(by_type.ok());
     CHECK(by_type.error().code == ptq::diag_code::unsupported_setting);
   }
@@ -177,7 +182,7 @@ TEST_CASE("the older dialect: conv and fc blocks by type, overrides by name", "[
   const std::vector<ptq::layer_info> layers{
       layer("conv_1", layer_type::conv2d), layer("conv_2", layer_type::conv2d),
       layer("conv_3", layer_type::conv1d), layer("fc_4", layer_type::linear),
-      layer("fc_5", layer_type::linear), layer("pool", layer_type::avg_pool2d)};
+      layer("fc_5", layer_type::linear),   layer("pool", layer_type::avg_pool2d)};
   const auto r = ptq::resolve_config(c, layers);
   REQUIRE(r.ok());
   const auto& rc = r.value();

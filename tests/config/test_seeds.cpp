@@ -11,8 +11,8 @@ using ptq_test::read_data;
 TEST_CASE("every seed sample parses exactly as printed", "[seeds]") {
   ptq::parse_options no_checks;
   no_checks.validate = false;
-  for (const char* name : {"quant.cfg", "quant_hfmg.cfg", "ada_round.cfg", "dmq_balancer.cfg",
-                           "legacy_quant.cfg"}) {
+  for (const char* name :
+       {"quant.cfg", "quant_hfmg.cfg", "ada_round.cfg", "dmq_balancer.cfg", "legacy_quant.cfg"}) {
     INFO(name);
     const auto text = read_data(std::string("seeds/") + name);
     const auto r = ptq::try_parse_config(text, no_checks);
@@ -36,7 +36,8 @@ TEST_CASE("quant.cfg as printed: the placeholder type is reported where it stand
         "note: valid types: Conv2d, Conv3d, Linear, ConvTranspose2d, AvgPool2d, Conv1d, "
         "ConvTranspose1d, GRU, LSTM\n");
   std::size_t spans = 0;
-  for (const auto& d : r.diagnostics()) spans += d.code == ptq::diag_code::string_spans_lines;
+  for (const auto& d : r.diagnostics())
+    spans += d.code == ptq::diag_code::string_spans_lines;
   CHECK(spans == 4);  // skip_layers, skip_layer_types, skip_fusion_layers, layer_name
 }
 
@@ -72,15 +73,14 @@ std::vector<ptq::layer_info> bundled_layers(const std::string& file) {
 
 TEST_CASE("with placeholders replaced, the seeds check, resolve and round-trip", "[seeds]") {
   const std::string dir = std::string(PTQ_TEST_DATA_DIR) + "/../../examples/configs/";
-  for (const char* name : {"quant.cfg", "quant_hfmg.cfg", "ada_round.cfg", "dmq_balancer.cfg",
-                           "legacy_quant.cfg"}) {
+  for (const char* name :
+       {"quant.cfg", "quant_hfmg.cfg", "ada_round.cfg", "dmq_balancer.cfg", "legacy_quant.cfg"}) {
     INFO(name);
     std::string text;
     REQUIRE(ptq::read_text_file(dir + name, text));
     const auto c = ptq_test::parse_ok(text);
-    const std::string layers_file = std::string(name) == "legacy_quant.cfg"
-                                        ? "legacy_quant.layers.json"
-                                        : "layers.json";
+    const std::string layers_file =
+        std::string(name) == "legacy_quant.cfg" ? "legacy_quant.layers.json" : "layers.json";
     std::string layers_text;
     REQUIRE(ptq::read_text_file(dir + layers_file, layers_text));
     const auto layers = ptq::try_read_layer_list(layers_text);
@@ -126,6 +126,7 @@ TEST_CASE("quant.cfg with real names: the toolkit's precedence per layer", "[see
   CHECK_FALSE(pool->quant_enable);
   CHECK_FALSE(pool->dmq_balancer_param);
   std::size_t degraded = 0;
-  for (const auto& d : r.diagnostics()) degraded += d.code == ptq::diag_code::degraded_setting;
+  for (const auto& d : r.diagnostics())
+    degraded += d.code == ptq::diag_code::degraded_setting;
   CHECK(degraded == 5);
 }

@@ -8,7 +8,8 @@ TEST_CASE("canonical proto text", "[writer]") {
   const auto c = ptq_test::parse_ok(
       "batch_num:2 skip_layers:'a\"b' common_config<arq_quantize{quant_bits:6}"
       "ifmr_quantize{search_step:0.02 dst_type:INT16}dmq_balancer{}>"
-      "override_layer_types{layer_type:\"Linear\" calibration_config{hfmg_quantize{num_of_bins:2048}}}");
+      "override_layer_types{layer_type:\"Linear\" "
+      "calibration_config{hfmg_quantize{num_of_bins:2048}}}");
   CHECK(ptq::write_config(c) ==
         "batch_num: 2\n"
         "skip_layers: \"a\\\"b\"\n"
@@ -37,12 +38,12 @@ TEST_CASE("parse, write, parse gives an equal config for every valid test input"
   std::vector<std::string> files = {"seeds/quant_hfmg.cfg", "seeds/ada_round.cfg",
                                     "seeds/legacy_quant.cfg"};
   for (const char* name :
-       {"01_precedence", "03_asymmetric_offset_false_common_hfmg", "05_conv3d_override_asymmetric_error",
-        "07_hfmg_vs_ifmr_defaults", "09_ada_common_unsupported_types", "11_quant_bits7_common",
-        "13_dmq_common_avgpool", "17_channel_wise_common_linear_overridden",
-        "19_int16_override_linear_conv", "21_int16_override_linear_nobias_error",
-        "23_skip_fusion_linear_error", "25_int4_pack", "29_seed_dmq_balancer",
-        "31_seed_quant_hfmg"}) {
+       {"01_precedence", "03_asymmetric_offset_false_common_hfmg",
+        "05_conv3d_override_asymmetric_error", "07_hfmg_vs_ifmr_defaults",
+        "09_ada_common_unsupported_types", "11_quant_bits7_common", "13_dmq_common_avgpool",
+        "17_channel_wise_common_linear_overridden", "19_int16_override_linear_conv",
+        "21_int16_override_linear_nobias_error", "23_skip_fusion_linear_error", "25_int4_pack",
+        "29_seed_dmq_balancer", "31_seed_quant_hfmg"}) {
     files.push_back(std::string("resolve-cases/") + name + ".cfg");
   }
   for (const auto& f : files) {

@@ -15,27 +15,30 @@ std::string summary(const ptq::amct_config& c) {
   s += "; batch_num " + std::to_string(c.batch_num.value_or(ptq::defaults::batch_num));
   s += "; activation_offset ";
   s += c.activation_offset.value_or(ptq::defaults::activation_offset) ? "true" : "false";
-  if (c.common_config) s += "; common_config";
-  if (c.legacy_blocks_apply()) s += "; conv/fc calibration configs";
+  if (c.common_config)
+    s += "; common_config";
+  if (c.legacy_blocks_apply())
+    s += "; conv/fc calibration configs";
   s += "; " + std::to_string(c.override_layer_types.size()) + " type override(s)";
   s += "; " + std::to_string(c.override_layer_configs.size()) + " layer override(s)";
   s += "; " + std::to_string(c.skip_layers.size() + c.skip_layer_types.size()) + " skip(s)";
-  if (c.fakequant_precision_mode.has_value()) s += "; FORCE_FP16_QUANT";
+  if (c.fakequant_precision_mode.has_value())
+    s += "; FORCE_FP16_QUANT";
   return s;
 }
 
-const ptq_cli::register_command reg{{"check", "Check a simple config file (no layer list needed)",
-                                      10, [](CLI::App& sub) -> ptq_cli::run_fn {
-                                        auto path = std::make_shared<std::string>();
-                                        sub.add_option("CONFIG", *path, "simple config (.cfg)")
-                                            ->required();
-                                        return [path]() -> int {
-                                          const auto c = ptq_cli::load_config(*path, "check");
-                                          if (!c) return ptq_cli::exit_error;
-                                          std::cout << *path << ": valid: "
-                                                    << summary(c->parsed.value()) << '\n';
-                                          return ptq_cli::exit_ok;
-                                        };
-                                      }}};
+const ptq_cli::register_command reg{
+    {"check", "Check a simple config file (no layer list needed)", 10,
+     [](CLI::App& sub) -> ptq_cli::run_fn {
+       auto path = std::make_shared<std::string>();
+       sub.add_option("CONFIG", *path, "simple config (.cfg)")->required();
+       return [path]() -> int {
+         const auto c = ptq_cli::load_config(*path, "check");
+         if (!c)
+           return ptq_cli::exit_error;
+         std::cout << *path << ": valid: " << summary(c->parsed.value()) << '\n';
+         return ptq_cli::exit_ok;
+       };
+     }}};
 
 }  // namespace

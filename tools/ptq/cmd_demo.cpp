@@ -33,17 +33,21 @@ fs::path find_examples() {
   }
   candidates.push_back(fs::current_path(ec) / "examples" / "configs");
   for (const auto& c : candidates) {
-    if (fs::exists(c / "layers.json", ec)) return c;
+    if (fs::exists(c / "layers.json", ec))
+      return c;
   }
   return {};
 }
 
-std::string fmt_float(float v) { return ptq::detail::python_repr(ptq::detail::toolkit_double(v)); }
+std::string fmt_float(float v) {
+  return ptq::detail::python_repr(ptq::detail::toolkit_double(v));
+}
 
 void print_table(const ptq::resolved_config& rc) {
   std::cout << "  " << std::left << std::setw(10) << "layer" << std::setw(11) << "type"
             << std::setw(7) << "quant" << std::setw(26) << "weights" << std::setw(36)
-            << "activations" << "dmq\n";
+            << "activations"
+            << "dmq\n";
   for (const auto& l : rc.layers) {
     std::ostringstream w;
     if (l.weight) {
@@ -56,16 +60,15 @@ void print_table(const ptq::resolved_config& rc) {
     const auto& ap = l.activation;
     a << ptq::to_string(ap.algo) << " int" << ap.num_bits << (ap.asymmetric ? " asym" : " sym");
     if (ap.algo == ptq::activation_algo::ifmr) {
-      a << " [" << fmt_float(ap.search_range_start) << "," << fmt_float(ap.search_range_end)
-        << "]/" << fmt_float(ap.search_step);
+      a << " [" << fmt_float(ap.search_range_start) << "," << fmt_float(ap.search_range_end) << "]/"
+        << fmt_float(ap.search_step);
     } else {
       a << " " << ap.num_of_bins << " bins";
     }
     std::cout << "  " << std::left << std::setw(10) << l.name << std::setw(11)
               << (l.type ? std::string(ptq::to_string(*l.type)) : "?") << std::setw(7)
               << (l.quant_enable ? "yes" : "skip") << std::setw(26) << w.str() << std::setw(36)
-              << a.str() << (l.dmq_balancer_param ? fmt_float(*l.dmq_balancer_param) : "-")
-              << '\n';
+              << a.str() << (l.dmq_balancer_param ? fmt_float(*l.dmq_balancer_param) : "-") << '\n';
   }
 }
 
@@ -78,7 +81,8 @@ int run_demo(const std::string& dir_arg) {
   }
   std::vector<fs::path> configs;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".cfg") configs.push_back(e.path());
+    if (e.path().extension() == ".cfg")
+      configs.push_back(e.path());
   }
   std::sort(configs.begin(), configs.end());
   std::cout << "ptq " << PTQ_VERSION_STRING << ": checking and resolving " << configs.size()
@@ -94,7 +98,8 @@ int run_demo(const std::string& dir_arg) {
     }
     auto layers_path = cfg;
     layers_path.replace_extension(".layers.json");
-    if (!fs::exists(layers_path)) layers_path = dir / "layers.json";
+    if (!fs::exists(layers_path))
+      layers_path = dir / "layers.json";
     std::string layers_text;
     if (!ptq::read_text_file(layers_path.string(), layers_text)) {
       std::cerr << "ptq demo: error: cannot read '" << layers_path.string() << "'\n";

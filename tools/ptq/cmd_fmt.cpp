@@ -15,7 +15,8 @@ const ptq_cli::register_command reg{
        sub.add_option("CONFIG", *path, "simple config (.cfg)")->required();
        return [path]() -> int {
          const auto c = ptq_cli::load_config(*path, "fmt");
-         if (!c) return ptq_cli::exit_error;
+         if (!c)
+           return ptq_cli::exit_error;
          std::cout << ptq::write_config(c->parsed.value());
          return ptq_cli::exit_ok;
        };

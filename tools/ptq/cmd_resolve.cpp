@@ -30,7 +30,8 @@ const ptq_cli::register_command reg{
                     "reject channel_wise: true inherited by Linear/AvgPool2d, as the toolkit does");
        return [a]() -> int {
          const auto c = ptq_cli::load_config(a->config, "resolve");
-         if (!c) return ptq_cli::exit_error;
+         if (!c)
+           return ptq_cli::exit_error;
          std::string layers_text;
          if (!ptq::read_text_file(a->layers, layers_text)) {
            std::cerr << "ptq resolve: error: cannot read '" << a->layers << "'\n";
@@ -45,7 +46,8 @@ const ptq_cli::register_command reg{
          opt.strict_channel_wise = a->strict;
          const auto r = ptq::resolve_config(c->parsed.value(), layers.value(), opt);
          std::cerr << ptq::format_diagnostics(r.diagnostics(), c->text, a->config);
-         if (!r) return ptq_cli::exit_error;
+         if (!r)
+           return ptq_cli::exit_error;
          std::cout << ptq::to_toolkit_json(r.value());
          return ptq_cli::exit_ok;
        };

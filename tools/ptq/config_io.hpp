@@ -18,7 +18,7 @@ struct loaded_config {
 
 /// Reads and parses `path`; prints every diagnostic to stderr. Empty on failure.
 [[nodiscard]] inline std::optional<loaded_config> load_config(const std::string& path,
-                                                             const std::string& command) {
+                                                              const std::string& command) {
   loaded_config c;
   c.path = path;
   if (!ptq::read_text_file(path, c.text)) {
@@ -27,7 +27,8 @@ struct loaded_config {
   }
   c.parsed = ptq::try_parse_config(c.text);
   std::cerr << ptq::format_diagnostics(c.parsed.diagnostics(), c.text, path);
-  if (!c.parsed) return std::nullopt;
+  if (!c.parsed)
+    return std::nullopt;
   return c;
 }
 

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
     return code == 0 ? ptq_cli::exit_ok : ptq_cli::exit_usage;
   }
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (sub->parsed())
+      return run();
   }
   return ptq_cli::exit_usage;
 }

@@ -27,10 +27,12 @@ namespace ptq {
 /// Reads a whole file into `out`; false when it cannot be opened or read.
 [[nodiscard]] inline bool read_text_file(const std::string& path, std::string& out) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in)
+    return false;
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) return false;
+  if (in.bad())
+    return false;
   out = std::move(ss).str();
   return true;
 }
@@ -45,7 +47,8 @@ class config_error : public std::runtime_error {
   [[nodiscard]] const std::vector<diagnostic>& diagnostics() const noexcept { return diags_; }
   [[nodiscard]] diag_code code() const noexcept {
     for (const auto& d : diags_) {
-      if (is_error(d)) return d.code;
+      if (is_error(d))
+        return d.code;
     }
     return diag_code{};
   }
@@ -58,17 +61,18 @@ class config_error : public std::runtime_error {
 /// use `try_parse_config` to see them.
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config(std::string_view text,
-                                                   std::string_view path = {},
-                                                   parse_options options = {}) {
+                                                    std::string_view path = {},
+                                                    parse_options options = {}) {
   auto r = try_parse_config<Float>(text, options);
-  if (!r) throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), text, path));
+  if (!r)
+    throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), text, path));
   return std::move(r).value();
 }
 
 /// Reads, parses and checks a config file; throws `config_error`.
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config_file(const std::string& path,
-                                                        parse_options options = {}) {
+                                                         parse_options options = {}) {
   std::string text;
   if (!read_text_file(path, text)) {
     throw config_error({}, path + ": error: cannot read the file");
@@ -79,12 +83,13 @@ template <class Float = float>
 /// Resolves per layer; throws `config_error` (rendered against `source` if given).
 template <class Float>
 [[nodiscard]] basic_resolved_config<Float> resolve(const basic_amct_config<Float>& config,
-                                                  const std::vector<layer_info>& layers,
-                                                  resolve_options options = {},
-                                                  std::string_view source = {},
-                                                  std::string_view path = {}) {
+                                                   const std::vector<layer_info>& layers,
+                                                   resolve_options options = {},
+                                                   std::string_view source = {},
+                                                   std::string_view path = {}) {
   auto r = resolve_config(config, layers, options);
-  if (!r) throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), source, path));
+  if (!r)
+    throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), source, path));
   return std::move(r).value();
 }
 #endif

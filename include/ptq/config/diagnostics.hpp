@@ -121,7 +121,8 @@ class result {
   /// The first error; only meaningful when `!ok()`.
   [[nodiscard]] const diagnostic& error() const noexcept {
     for (const auto& d : diags_) {
-      if (is_error(d)) return d;
+      if (is_error(d))
+        return d;
     }
     return diags_.front();
   }
@@ -137,13 +138,16 @@ inline std::string_view line_of(std::string_view text, std::uint32_t line) noexc
   std::size_t pos = 0;
   for (std::uint32_t l = 1; l < line; ++l) {
     const auto nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) return {};
+    if (nl == std::string_view::npos)
+      return {};
     pos = nl + 1;
   }
   auto end = text.find('\n', pos);
-  if (end == std::string_view::npos) end = text.size();
+  if (end == std::string_view::npos)
+    end = text.size();
   auto out = text.substr(pos, end - pos);
-  if (!out.empty() && out.back() == '\r') out.remove_suffix(1);
+  if (!out.empty() && out.back() == '\r')
+    out.remove_suffix(1);
   return out;
 }
 
@@ -172,19 +176,22 @@ inline std::string_view line_of(std::string_view text, std::uint32_t line) noexc
       out += '\n';
       out += ' ' + std::string(num.size(), ' ') + " | ";
       const std::size_t col = d.where.begin.column - 1;
-      for (std::size_t i = 0; i < col && i < text.size(); ++i) out += text[i] == '\t' ? '\t' : ' ';
+      for (std::size_t i = 0; i < col && i < text.size(); ++i)
+        out += text[i] == '\t' ? '\t' : ' ';
       out += '^';
       std::size_t width = 1;
       if (d.where.end.line == d.where.begin.line && d.where.end.column > d.where.begin.column + 1) {
         width = d.where.end.column - d.where.begin.column;
       }
       const std::size_t room = text.size() > col ? text.size() - col : 1;
-      if (width > room) width = room < 1 ? 1 : room;
+      if (width > room)
+        width = room < 1 ? 1 : room;
       out.append(width - 1, '~');
       out += '\n';
     }
   }
-  if (!d.note.empty()) out += "note: " + d.note + '\n';
+  if (!d.note.empty())
+    out += "note: " + d.note + '\n';
   return out;
 }
 
@@ -193,7 +200,8 @@ inline std::string_view line_of(std::string_view text, std::uint32_t line) noexc
                                                     std::string_view source,
                                                     std::string_view path) {
   std::string out;
-  for (const auto& d : diags) out += format_diagnostic(d, source, path);
+  for (const auto& d : diags)
+    out += format_diagnostic(d, source, path);
   return out;
 }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,7 +33,8 @@ template <class Float>
 void to_json(nlohmann::ordered_json& j, const basic_resolved_layer<Float>& l) {
   j = nlohmann::ordered_json::object();
   j["quant_enable"] = l.quant_enable;
-  if (l.dmq_balancer_param) j["dmq_balancer_param"] = detail::json_float(*l.dmq_balancer_param);
+  if (l.dmq_balancer_param)
+    j["dmq_balancer_param"] = detail::json_float(*l.dmq_balancer_param);
   auto& a = j["activation_quant_params"];
   a = nlohmann::ordered_json::object();
   const auto& ap = l.activation;
@@ -47,7 +48,8 @@ void to_json(nlohmann::ordered_json& j, const basic_resolved_layer<Float>& l) {
   }
   a["act_algo"] = std::string(to_string(ap.algo));
   a["asymmetric"] = ap.asymmetric;
-  if (ap.algo == activation_algo::hfmg) a["num_of_bins"] = ap.num_of_bins;
+  if (ap.algo == activation_algo::hfmg)
+    a["num_of_bins"] = ap.num_of_bins;
   if (l.weight) {
     auto& w = j["weight_quant_params"];
     w = nlohmann::ordered_json::object();
@@ -73,13 +75,16 @@ void to_json(nlohmann::ordered_json& j, const basic_resolved_config<Float>& c) {
   j["batch_num"] = c.batch_num;
   j["activation_offset"] = c.activation_offset;
   j["do_fusion"] = c.do_fusion;
-  if (c.fakequant_precision_mode) j["fakequant_precision_mode"] = "FORCE_FP16_QUANT";
+  if (c.fakequant_precision_mode)
+    j["fakequant_precision_mode"] = "FORCE_FP16_QUANT";
   j["skip_fusion_layers"] = c.skip_fusion_layers;
   std::vector<const basic_resolved_layer<Float>*> sorted;
-  for (const auto& l : c.layers) sorted.push_back(&l);
+  for (const auto& l : c.layers)
+    sorted.push_back(&l);
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return a->name < b->name; });
-  for (const auto* l : sorted) j[l->name] = *l;
+  for (const auto* l : sorted)
+    j[l->name] = *l;
 }
 
 namespace detail {
@@ -95,7 +100,8 @@ inline void dump_python(const nlohmann::ordered_json& j, std::string& out, int i
       out += "{\n";
       bool first = true;
       for (const auto& [key, value] : j.items()) {
-        if (!first) out += ",\n";
+        if (!first)
+          out += ",\n";
         first = false;
         out += pad + nlohmann::ordered_json(key).dump(-1, ' ', true) + ":";
         dump_python(value, out, indent + 4);
@@ -111,7 +117,8 @@ inline void dump_python(const nlohmann::ordered_json& j, std::string& out, int i
       out += "[\n";
       bool first = true;
       for (const auto& value : j) {
-        if (!first) out += ",\n";
+        if (!first)
+          out += ",\n";
         first = false;
         out += pad;
         dump_python(value, out, indent + 4);
@@ -152,15 +159,19 @@ class quant_json_reader {
   explicit quant_json_reader(std::vector<diagnostic>& diags) : diags_(diags) {}
 
   bool read(const nlohmann::ordered_json& j, basic_resolved_config<Float>& c) {
-    if (!j.is_object()) return fail(diag_code::json_wrong_type, "the config must be a JSON object", "");
+    if (!j.is_object())
+      return fail(diag_code::json_wrong_type, "the config must be a JSON object", "");
     bool any_enabled = false;
     bool ok = true;
     for (const auto& [key, v] : j.items()) {
       if (key == "version") {
-        ok &= uint_in(v, key, c.version) && (c.version == 1 || fail(diag_code::json_value_out_of_range, "version must be 1", key));
+        ok &=
+            uint_in(v, key, c.version) &&
+            (c.version == 1 || fail(diag_code::json_value_out_of_range, "version must be 1", key));
       } else if (key == "batch_num") {
         ok &= uint_in(v, key, c.batch_num) &&
-              (c.batch_num > 0 || fail(diag_code::json_value_out_of_range, "batch_num must be greater than 0", key));
+              (c.batch_num > 0 ||
+               fail(diag_code::json_value_out_of_range, "batch_num must be greater than 0", key));
       } else if (key == "activation_offset") {
         ok &= bool_in(v, key, c.activation_offset);
       } else if (key == "do_fusion") {
@@ -212,14 +223,16 @@ class quant_json_reader {
     return false;
   }
   bool uint_in(const nlohmann::ordered_json& v, const std::string& path, std::uint32_t& out) {
-    if (!v.is_number_integer() || v.template get<long long>() < 0 || v.template get<long long>() > 0xFFFFFFFFLL) {
+    if (!v.is_number_integer() || v.template get<long long>() < 0 ||
+        v.template get<long long>() > 0xFFFFFFFFLL) {
       return fail(diag_code::json_wrong_type, "must be a non-negative integer", path);
     }
     out = static_cast<std::uint32_t>(v.template get<long long>());
     return true;
   }
   bool bool_in(const nlohmann::ordered_json& v, const std::string& path, bool& out) {
-    if (!v.is_boolean()) return fail(diag_code::json_wrong_type, "must be true or false", path);
+    if (!v.is_boolean())
+      return fail(diag_code::json_wrong_type, "must be true or false", path);
     out = v.template get<bool>();
     return true;
   }
@@ -242,7 +255,9 @@ class quant_json_reader {
 
   bool read_layer(const nlohmann::ordered_json& j, const std::string& name,
                   basic_resolved_layer<Float>& l) {
-    if (!j.is_object()) return fail(diag_code::json_unknown_key, "unknown global key (a layer entry must be an object)", name);
+    if (!j.is_object())
+      return fail(diag_code::json_unknown_key,
+                  "unknown global key (a layer entry must be an object)", name);
     bool ok = true;
     bool has_act = false;
     for (const auto& [key, v] : j.items()) {
@@ -268,13 +283,15 @@ class quant_json_reader {
         ok = fail(diag_code::json_unknown_key, "unknown key", path);
       }
     }
-    if (!has_act) ok = fail(diag_code::json_missing_key, "missing activation_quant_params", name);
+    if (!has_act)
+      ok = fail(diag_code::json_missing_key, "missing activation_quant_params", name);
     return ok;
   }
 
   bool read_activation(const nlohmann::ordered_json& j, const std::string& path,
                        basic_activation_params<Float>& a) {
-    if (!j.is_object()) return fail(diag_code::json_wrong_type, "must be an object", path);
+    if (!j.is_object())
+      return fail(diag_code::json_wrong_type, "must be an object", path);
     bool ok = true;
     bool ifmr_keys = false;
     bool hfmg_keys = false;
@@ -282,8 +299,9 @@ class quant_json_reader {
     for (const auto& [key, v] : j.items()) {
       const std::string p = path + "." + key;
       if (key == "num_bits") {
-        ok &= uint_in(v, p, a.num_bits) &&
-              range(a.num_bits == 4 || a.num_bits == 8 || a.num_bits == 16, "must be 4, 8 or 16", p);
+        ok &=
+            uint_in(v, p, a.num_bits) &&
+            range(a.num_bits == 4 || a.num_bits == 8 || a.num_bits == 16, "must be 4, 8 or 16", p);
       } else if (key == "act_algo") {
         has_algo = true;
         if (v == "ifmr") {
@@ -298,16 +316,19 @@ class quant_json_reader {
       } else if (key == "max_percentile" || key == "min_percentile") {
         ifmr_keys = true;
         Float& f = key == "max_percentile" ? a.max_percentile : a.min_percentile;
-        ok &= float_in(v, p, f) && range(v.template get<double>() > 0.5 && v.template get<double>() <= 1.0,
-                                         "must be in (0.5, 1]", p);
+        ok &= float_in(v, p, f) &&
+              range(v.template get<double>() > 0.5 && v.template get<double>() <= 1.0,
+                    "must be in (0.5, 1]", p);
       } else if (key == "search_range") {
         ifmr_keys = true;
         ok &= pair_in(v, p, a.search_range_start, a.search_range_end) &&
-              range(v[0].template get<double>() > 0 && v[0].template get<double>() < v[1].template get<double>(),
+              range(v[0].template get<double>() > 0 &&
+                        v[0].template get<double>() < v[1].template get<double>(),
                     "needs 0 < start < end", p);
       } else if (key == "search_step") {
         ifmr_keys = true;
-        ok &= float_in(v, p, a.search_step) && range(v.template get<double>() > 0, "must be greater than 0", p);
+        ok &= float_in(v, p, a.search_step) &&
+              range(v.template get<double>() > 0, "must be greater than 0", p);
       } else if (key == "num_of_bins") {
         hfmg_keys = true;
         ok &= uint_in(v, p, a.num_of_bins) &&
@@ -318,22 +339,27 @@ class quant_json_reader {
         ok = fail(diag_code::json_unknown_key, "unknown key", p);
       }
     }
-    if (!has_algo) a.algo = hfmg_keys ? activation_algo::hfmg : activation_algo::ifmr;
-    if (ifmr_keys && hfmg_keys) ok = fail(diag_code::json_value_out_of_range, "IFMR and HFMG keys are mixed", path);
+    if (!has_algo)
+      a.algo = hfmg_keys ? activation_algo::hfmg : activation_algo::ifmr;
+    if (ifmr_keys && hfmg_keys)
+      ok = fail(diag_code::json_value_out_of_range, "IFMR and HFMG keys are mixed", path);
     if (ok && ((a.algo == activation_algo::ifmr && hfmg_keys) ||
                (a.algo == activation_algo::hfmg && ifmr_keys))) {
-      ok = fail(diag_code::json_value_out_of_range, "keys do not belong to act_algo " + std::string(to_string(a.algo)), path);
+      ok = fail(diag_code::json_value_out_of_range,
+                "keys do not belong to act_algo " + std::string(to_string(a.algo)), path);
     }
     if (ok && a.algo == activation_algo::ifmr &&
         !step_fits_range(a.search_range_start, a.search_range_end, a.search_step)) {
-      ok = fail(diag_code::json_value_out_of_range, "search_step is larger than the search range", path);
+      ok = fail(diag_code::json_value_out_of_range, "search_step is larger than the search range",
+                path);
     }
     return ok;
   }
 
   bool read_weight(const nlohmann::ordered_json& j, const std::string& path,
                    basic_weight_params<Float>& w) {
-    if (!j.is_object()) return fail(diag_code::json_wrong_type, "must be an object", path);
+    if (!j.is_object())
+      return fail(diag_code::json_wrong_type, "must be an object", path);
     bool ok = true;
     std::vector<std::string> ada_keys;
     bool has_cw = false;
@@ -349,7 +375,8 @@ class quant_json_reader {
         } else if (v == "ada_quantize") {
           w.algo = weight_algo::ada;
         } else {
-          ok = fail(diag_code::json_value_out_of_range, "must be \"arq_quantize\" or \"ada_quantize\"", p);
+          ok = fail(diag_code::json_value_out_of_range,
+                    "must be \"arq_quantize\" or \"ada_quantize\"", p);
         }
       } else if (key == "channel_wise") {
         has_cw = true;
@@ -360,20 +387,24 @@ class quant_json_reader {
       } else if (key == "reg_param" || key == "warm_start") {
         ada_keys.push_back(key);
         Float& f = key == "reg_param" ? w.reg_param : w.warm_start;
-        ok &= float_in(v, p, f) &&
-              range(v.template get<double>() > 0 && v.template get<double>() < 1, "must be in (0, 1)", p);
+        ok &=
+            float_in(v, p, f) && range(v.template get<double>() > 0 && v.template get<double>() < 1,
+                                       "must be in (0, 1)", p);
       } else if (key == "beta_range") {
         ada_keys.push_back(key);
         ok &= pair_in(v, p, w.beta_range_start, w.beta_range_end) &&
-              range(v[0].template get<double>() > v[1].template get<double>() && v[1].template get<double>() > 0,
+              range(v[0].template get<double>() > v[1].template get<double>() &&
+                        v[1].template get<double>() > 0,
                     "needs start > end > 0", p);
       } else {
         ok = fail(diag_code::json_unknown_key, "unknown key", p);
       }
     }
-    if (!has_cw) ok = fail(diag_code::json_missing_key, "missing channel_wise", path);
+    if (!has_cw)
+      ok = fail(diag_code::json_missing_key, "missing channel_wise", path);
     if (w.algo == weight_algo::arq && !ada_keys.empty()) {
-      ok = fail(diag_code::json_unknown_key, "'" + ada_keys.front() + "' does not belong to arq_quantize", path);
+      ok = fail(diag_code::json_unknown_key,
+                "'" + ada_keys.front() + "' does not belong to arq_quantize", path);
     }
     return ok;
   }
@@ -394,8 +425,10 @@ template <class Float = float>
   const auto cb = [&](int /*depth*/, nlohmann::ordered_json::parse_event_t ev,
                       nlohmann::ordered_json& parsed) {
     using ev_t = nlohmann::ordered_json::parse_event_t;
-    if (ev == ev_t::object_start) seen.emplace_back();
-    if (ev == ev_t::object_end && !seen.empty()) seen.pop_back();
+    if (ev == ev_t::object_start)
+      seen.emplace_back();
+    if (ev == ev_t::object_end && !seen.empty())
+      seen.pop_back();
     if (ev == ev_t::key && !seen.empty() && parsed.is_string()) {
       if (!seen.back().insert(parsed.template get<std::string>()).second && duplicate.empty()) {
         duplicate = parsed.template get<std::string>();
@@ -421,7 +454,8 @@ template <class Float = float>
       bool end_object() override { return true; }
       bool start_array(std::size_t) override { return true; }
       bool end_array() override { return true; }
-      bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& e) override {
+      bool parse_error(std::size_t pos, const std::string&,
+                       const nlohmann::detail::exception& e) override {
         byte = pos;
         what = e.what();
         return false;
@@ -437,13 +471,19 @@ template <class Float = float>
         ++at.column;
       }
     }
-    diags.push_back({diag_code::json_invalid, severity::error, "malformed JSON: " + handler.what,
-                     {at, {at.line, at.column + 1}}, {}});
+    diags.push_back({diag_code::json_invalid,
+                     severity::error,
+                     "malformed JSON: " + handler.what,
+                     {at, {at.line, at.column + 1}},
+                     {}});
     return result<basic_resolved_config<Float>>(std::move(diags));
   }
   if (!duplicate.empty()) {
-    diags.push_back({diag_code::json_invalid, severity::error,
-                     "key '" + duplicate + "' appears twice in one object", {}, {}});
+    diags.push_back({diag_code::json_invalid,
+                     severity::error,
+                     "key '" + duplicate + "' appears twice in one object",
+                     {},
+                     {}});
     return result<basic_resolved_config<Float>>(std::move(diags));
   }
   basic_resolved_config<Float> c;
@@ -462,13 +502,16 @@ template <class Float = float>
         {diag_code::bad_layer_list, severity::error, std::move(message), {}, {}}});
   };
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded()) return fail("the layer list is not valid JSON");
-  if (!j.is_array()) return fail("the layer list must be a JSON array of {\"name\", \"type\"} objects");
+  if (j.is_discarded())
+    return fail("the layer list is not valid JSON");
+  if (!j.is_array())
+    return fail("the layer list must be a JSON array of {\"name\", \"type\"} objects");
   std::vector<layer_info> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const auto& e = j[i];
     const std::string at = "layer list entry " + std::to_string(i);
-    if (!e.is_object()) return fail(at + " is not an object");
+    if (!e.is_object())
+      return fail(at + " is not an object");
     for (const auto& [key, v] : e.items()) {
       if (key != "name" && key != "type" && key != "bias" && key != "in_channels" &&
           key != "groups") {
@@ -476,31 +519,38 @@ template <class Float = float>
       }
     }
     layer_info l;
-    if (!e.contains("name") || !e["name"].is_string()) return fail(at + " needs a string \"name\"");
+    if (!e.contains("name") || !e["name"].is_string())
+      return fail(at + " needs a string \"name\"");
     l.name = e["name"].template get<std::string>();
-    if (!e.contains("type") || !e["type"].is_string()) return fail(at + " ('" + l.name + "') needs a string \"type\"");
+    if (!e.contains("type") || !e["type"].is_string())
+      return fail(at + " ('" + l.name + "') needs a string \"type\"");
     const auto type_name = e["type"].template get<std::string>();
     const auto type = layer_type_from_string(type_name);
     if (!type) {
       std::string valid;
-      for (const auto t : all_layer_types) valid += (valid.empty() ? "" : ", ") + std::string(to_string(t));
+      for (const auto t : all_layer_types)
+        valid += (valid.empty() ? "" : ", ") + std::string(to_string(t));
       return fail(at + " ('" + l.name + "') has type '" + type_name +
                   "', which ptq does not calibrate; valid types: " + valid);
     }
     l.type = *type;
     if (e.contains("bias")) {
-      if (!e["bias"].is_boolean()) return fail(at + " ('" + l.name + "'): \"bias\" must be true or false");
+      if (!e["bias"].is_boolean())
+        return fail(at + " ('" + l.name + "'): \"bias\" must be true or false");
       l.has_bias = e["bias"].template get<bool>();
     }
     auto positive = [&](const char* key, std::uint32_t& dst) {
       const auto& v = e[key];
-      if (!v.is_number_integer() || v.template get<long long>() < 1 || v.template get<long long>() > 0xFFFFFFFFLL) return false;
+      if (!v.is_number_integer() || v.template get<long long>() < 1 ||
+          v.template get<long long>() > 0xFFFFFFFFLL)
+        return false;
       dst = static_cast<std::uint32_t>(v.template get<long long>());
       return true;
     };
     if (e.contains("in_channels")) {
       std::uint32_t c = 0;
-      if (!positive("in_channels", c)) return fail(at + " ('" + l.name + "'): \"in_channels\" must be a positive integer");
+      if (!positive("in_channels", c))
+        return fail(at + " ('" + l.name + "'): \"in_channels\" must be a positive integer");
       l.in_channels = c;
     }
     if (e.contains("groups") && !positive("groups", l.groups)) {
@@ -517,7 +567,8 @@ template <class Float = float>
 template <class Float>
 void from_json(const nlohmann::ordered_json& j, basic_resolved_config<Float>& c) {
   auto r = try_read_quant_config<Float>(j.dump());
-  if (!r) throw std::invalid_argument(format_diagnostics(r.diagnostics(), {}, "quant config"));
+  if (!r)
+    throw std::invalid_argument(format_diagnostics(r.diagnostics(), {}, "quant config"));
   c = std::move(r).value();
 }
 #endif

@@ -20,20 +20,27 @@ enum class layer_type : std::uint8_t {
 };
 
 inline constexpr std::array<layer_type, 7> all_layer_types{
-    layer_type::conv1d,           layer_type::conv2d, layer_type::conv3d,
+    layer_type::conv1d,           layer_type::conv2d,           layer_type::conv3d,
     layer_type::conv_transpose1d, layer_type::conv_transpose2d, layer_type::linear,
     layer_type::avg_pool2d};
 
 /// PyTorch class name of a layer type, e.g. "ConvTranspose2d".
 [[nodiscard]] constexpr std::string_view to_string(layer_type t) noexcept {
   switch (t) {
-    case layer_type::conv1d: return "Conv1d";
-    case layer_type::conv2d: return "Conv2d";
-    case layer_type::conv3d: return "Conv3d";
-    case layer_type::conv_transpose1d: return "ConvTranspose1d";
-    case layer_type::conv_transpose2d: return "ConvTranspose2d";
-    case layer_type::linear: return "Linear";
-    case layer_type::avg_pool2d: return "AvgPool2d";
+    case layer_type::conv1d:
+      return "Conv1d";
+    case layer_type::conv2d:
+      return "Conv2d";
+    case layer_type::conv3d:
+      return "Conv3d";
+    case layer_type::conv_transpose1d:
+      return "ConvTranspose1d";
+    case layer_type::conv_transpose2d:
+      return "ConvTranspose2d";
+    case layer_type::linear:
+      return "Linear";
+    case layer_type::avg_pool2d:
+      return "AvgPool2d";
   }
   return "";
 }
@@ -41,7 +48,8 @@ inline constexpr std::array<layer_type, 7> all_layer_types{
 [[nodiscard]] constexpr std::optional<layer_type> layer_type_from_string(
     std::string_view name) noexcept {
   for (const auto t : all_layer_types) {
-    if (to_string(t) == name) return t;
+    if (to_string(t) == name)
+      return t;
   }
   return std::nullopt;
 }
@@ -49,12 +57,13 @@ inline constexpr std::array<layer_type, 7> all_layer_types{
 /// Every type name the toolkit accepts in `skip_layer_types` and `override_layer_types`
 /// (QUANTIZABLE_TYPES). GRU and LSTM are valid there although ptq does not calibrate them.
 inline constexpr std::array<std::string_view, 9> quantizable_type_names{
-    "Conv2d", "Conv3d", "Linear", "ConvTranspose2d", "AvgPool2d", "Conv1d", "ConvTranspose1d",
-    "GRU",    "LSTM"};
+    "Conv2d",          "Conv3d", "Linear", "ConvTranspose2d", "AvgPool2d", "Conv1d",
+    "ConvTranspose1d", "GRU",    "LSTM"};
 
 [[nodiscard]] constexpr bool is_quantizable_type_name(std::string_view name) noexcept {
   for (const auto n : quantizable_type_names) {
-    if (n == name) return true;
+    if (n == name)
+      return true;
   }
   return false;
 }
@@ -67,9 +76,12 @@ inline constexpr std::array<std::string_view, 9> quantizable_type_names{
 [[nodiscard]] constexpr bool supports_int16_activation(layer_type t, bool has_bias) noexcept {
   switch (t) {
     case layer_type::conv3d:
-    case layer_type::avg_pool2d: return false;
-    case layer_type::linear: return has_bias;
-    default: return true;
+    case layer_type::avg_pool2d:
+      return false;
+    case layer_type::linear:
+      return has_bias;
+    default:
+      return true;
   }
 }
 /// FUSE_TYPES: Conv+BN fusion.

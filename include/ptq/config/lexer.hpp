@@ -38,8 +38,12 @@ namespace detail {
 constexpr bool is_ident_start(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
-constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-constexpr bool is_ident_char(char c) noexcept { return is_ident_start(c) || is_digit(c); }
+constexpr bool is_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+constexpr bool is_ident_char(char c) noexcept {
+  return is_ident_start(c) || is_digit(c);
+}
 /// Characters that continue a number-like token (the toolkit's tokenizer is this greedy).
 constexpr bool is_number_char(char c) noexcept {
   return is_ident_char(c) || c == '.' || c == '+' || c == '-';
@@ -48,9 +52,12 @@ constexpr bool is_space(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 constexpr int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
   return -1;
 }
 inline void append_utf8(std::string& out, std::uint32_t cp) {
@@ -91,12 +98,14 @@ class lexer {
     }
     const char c = text_[i_];
     if (detail::is_ident_start(c)) {
-      while (i_ < text_.size() && detail::is_ident_char(text_[i_])) advance();
+      while (i_ < text_.size() && detail::is_ident_char(text_[i_]))
+        advance();
       out.kind = token_kind::identifier;
     } else if (detail::is_digit(c) || c == '+' || c == '-' ||
                (c == '.' && i_ + 1 < text_.size() && detail::is_digit(text_[i_ + 1]))) {
       advance();
-      while (i_ < text_.size() && detail::is_number_char(text_[i_])) advance();
+      while (i_ < text_.size() && detail::is_number_char(text_[i_]))
+        advance();
       out.kind = token_kind::number;
     } else if (c == '"' || c == '\'') {
       return lex_string(out);
@@ -106,9 +115,11 @@ class lexer {
       out.kind = token_kind::punct;
     } else {
       advance_code_point();
-      error_ = {diag_code::unexpected_character, severity::error,
+      error_ = {diag_code::unexpected_character,
+                severity::error,
                 "unexpected character '" + std::string(text_.substr(begin, i_ - begin)) + "'",
-                {start, pos_}, {}};
+                {start, pos_},
+                {}};
       return false;
     }
     out.raw = text_.substr(begin, i_ - begin);
@@ -132,7 +143,8 @@ class lexer {
   }
   void advance_code_point() noexcept {
     advance();
-    while (i_ < text_.size() && (static_cast<unsigned char>(text_[i_]) & 0xC0) == 0x80) advance();
+    while (i_ < text_.size() && (static_cast<unsigned char>(text_[i_]) & 0xC0) == 0x80)
+      advance();
   }
   void skip_space_and_comments() noexcept {
     while (i_ < text_.size()) {
@@ -140,7 +152,8 @@ class lexer {
       if (detail::is_space(c)) {
         advance();
       } else if (c == '#') {
-        while (i_ < text_.size() && text_[i_] != '\n') advance();
+        while (i_ < text_.size() && text_[i_] != '\n')
+          advance();
       } else {
         break;
       }
@@ -169,21 +182,24 @@ class lexer {
         advance();
         break;
       }
-      if (c == '\n') spans_lines = true;
+      if (c == '\n')
+        spans_lines = true;
       if (c != '\\') {
         value += c;
         advance();
       } else {
         const source_position esc = pos_;
         advance();
-        if (i_ >= text_.size()) continue;  // reported as unterminated on the next turn
-        if (!unescape(value, esc)) return false;
+        if (i_ >= text_.size())
+          continue;  // reported as unterminated on the next turn
+        if (!unescape(value, esc))
+          return false;
       }
       if (value.size() > limits_.max_string_bytes) {
-        return fail(diag_code::string_too_long,
-                    "string literal is longer than " + std::to_string(limits_.max_string_bytes) +
-                        " bytes",
-                    {start, {start.line, start.column + 1}});
+        return fail(
+            diag_code::string_too_long,
+            "string literal is longer than " + std::to_string(limits_.max_string_bytes) + " bytes",
+            {start, {start.line, start.column + 1}});
       }
     }
     out.kind = token_kind::string;
@@ -203,18 +219,30 @@ class lexer {
       return true;
     };
     switch (c) {
-      case 'n': return simple('\n');
-      case 'r': return simple('\r');
-      case 't': return simple('\t');
-      case 'a': return simple('\a');
-      case 'b': return simple('\b');
-      case 'f': return simple('\f');
-      case 'v': return simple('\v');
-      case '\\': return simple('\\');
-      case '\'': return simple('\'');
-      case '"': return simple('"');
-      case '?': return simple('?');
-      default: break;
+      case 'n':
+        return simple('\n');
+      case 'r':
+        return simple('\r');
+      case 't':
+        return simple('\t');
+      case 'a':
+        return simple('\a');
+      case 'b':
+        return simple('\b');
+      case 'f':
+        return simple('\f');
+      case 'v':
+        return simple('\v');
+      case '\\':
+        return simple('\\');
+      case '\'':
+        return simple('\'');
+      case '"':
+        return simple('"');
+      case '?':
+        return simple('?');
+      default:
+        break;
     }
     if (c >= '0' && c <= '7') {
       unsigned v = 0;
@@ -222,7 +250,8 @@ class lexer {
         v = v * 8 + static_cast<unsigned>(text_[i_] - '0');
         advance();
       }
-      if (v > 0xFF) return fail(diag_code::bad_escape, "octal escape is larger than \\377", {esc, pos_});
+      if (v > 0xFF)
+        return fail(diag_code::bad_escape, "octal escape is larger than \\377", {esc, pos_});
       value += static_cast<char>(v);
       return true;
     }
@@ -235,7 +264,8 @@ class lexer {
         advance();
         ++digits;
       }
-      if (digits == 0) return fail(diag_code::bad_escape, "\\x needs a hex digit", {esc, pos_});
+      if (digits == 0)
+        return fail(diag_code::bad_escape, "\\x needs a hex digit", {esc, pos_});
       value += static_cast<char>(v);
       return true;
     }
@@ -259,8 +289,8 @@ class lexer {
       return true;
     }
     advance_code_point();
-    return fail(diag_code::bad_escape,
-                "unknown escape sequence '\\" + std::string(1, c) + "'", {esc, pos_});
+    return fail(diag_code::bad_escape, "unknown escape sequence '\\" + std::string(1, c) + "'",
+                {esc, pos_});
   }
 
   std::string_view text_;

@@ -190,8 +190,7 @@ struct basic_amct_config {
            a.weight_offset == b.weight_offset && a.skip_layers == b.skip_layers &&
            a.skip_layer_types == b.skip_layer_types &&
            a.fakequant_precision_mode == b.fakequant_precision_mode &&
-           a.common_config == b.common_config &&
-           a.override_layer_types == b.override_layer_types &&
+           a.common_config == b.common_config && a.override_layer_types == b.override_layer_types &&
            a.override_layer_configs == b.override_layer_configs && a.do_fusion == b.do_fusion &&
            a.skip_fusion_layers == b.skip_fusion_layers &&
            a.conv_calibration_config == b.conv_calibration_config &&

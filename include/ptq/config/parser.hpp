@@ -32,7 +32,8 @@ namespace detail {
 
 inline std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diag = row[0];
     row[0] = i;
@@ -61,7 +62,8 @@ inline std::string suggest(std::string_view wrong, const std::vector<std::string
   }
   std::string all = "valid names: ";
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i) all += ", ";
+    if (i)
+      all += ", ";
     all += names[i];
   }
   return all;
@@ -73,19 +75,24 @@ inline std::string where_text(source_region r) {
 
 inline std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n\v\f");
-  if (b == std::string_view::npos) return {};
+  if (b == std::string_view::npos)
+    return {};
   const auto e = s.find_last_not_of(" \t\r\n\v\f");
   return std::string(s.substr(b, e - b + 1));
 }
 
 inline bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
+  if (a.size() != b.size())
+    return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     char x = a[i];
     char y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
+    if (x >= 'A' && x <= 'Z')
+      x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z')
+      y = static_cast<char>(y - 'A' + 'a');
+    if (x != y)
+      return false;
   }
   return true;
 }
@@ -100,7 +107,8 @@ inline bool parse_integer_text(std::string_view s, bool& negative, unsigned long
     negative = s[0] == '-';
     s.remove_prefix(1);
   }
-  if (s.empty()) return false;
+  if (s.empty())
+    return false;
   int base = 10;
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
     base = 16;
@@ -110,8 +118,10 @@ inline bool parse_integer_text(std::string_view s, bool& negative, unsigned long
     s.remove_prefix(1);
   }
   const auto res = std::from_chars(s.data(), s.data() + s.size(), magnitude, base);
-  if (res.ptr != s.data() + s.size()) return false;
-  if (res.ec == std::errc::result_out_of_range) overflow = true;
+  if (res.ptr != s.data() + s.size())
+    return false;
+  if (res.ec == std::errc::result_out_of_range)
+    overflow = true;
   return res.ec == std::errc() || overflow;
 }
 
@@ -257,10 +267,14 @@ class config_binder {
   }
 
   static bool looks_like_float(std::string_view s) {
-    if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
-    if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return false;
-    if (!s.empty() && (s.back() == 'f' || s.back() == 'F')) s.remove_suffix(1);
-    if (s.empty()) return false;
+    if (!s.empty() && (s[0] == '-' || s[0] == '+'))
+      s.remove_prefix(1);
+    if (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+      return false;
+    if (!s.empty() && (s.back() == 'f' || s.back() == 'F'))
+      s.remove_suffix(1);
+    if (s.empty())
+      return false;
     double d = 0;
     const auto res = std::from_chars(s.data(), s.data() + s.size(), d);
     return res.ptr == s.data() + s.size();
@@ -313,7 +327,8 @@ class config_binder {
                         word.find('-', word.find_first_of("eE")) != std::string_view::npos;
       d = tiny ? 0.0 : std::numeric_limits<double>::infinity();
     }
-    if (neg) d = -d;
+    if (neg)
+      d = -d;
     out = static_cast<Float>(d);
     return true;
   }
@@ -323,7 +338,8 @@ class config_binder {
                const std::vector<std::pair<std::string_view, int>>& names) {
     const auto& t = v.scalar;
     std::vector<std::string_view> valid;
-    for (const auto& [name, num] : names) valid.push_back(name);
+    for (const auto& [name, num] : names)
+      valid.push_back(name);
     if (t.kind == token_kind::identifier) {
       for (const auto& [name, num] : names) {
         if (t.text == name) {
@@ -394,21 +410,28 @@ class config_binder {
 
   static std::string describe(const token& t) {
     switch (t.kind) {
-      case token_kind::string: return "a string";
-      case token_kind::number: return "the number " + t.text;
-      case token_kind::identifier: return "'" + t.text + "'";
-      default: return "'" + t.text + "'";
+      case token_kind::string:
+        return "a string";
+      case token_kind::number:
+        return "the number " + t.text;
+      case token_kind::identifier:
+        return "'" + t.text + "'";
+      default:
+        return "'" + t.text + "'";
     }
   }
 
   // ---- field binders ---------------------------------------------------------------------------
   template <class T, class Conv>
   void bind_scalar(const text_field& f, setting<T>& out, Conv conv) {
-    if (!expect_single(f)) return;
+    if (!expect_single(f))
+      return;
     const auto& v = f.values.front();
-    if (!expect_scalar(f, v)) return;
+    if (!expect_scalar(f, v))
+      return;
     T value{};
-    if (!(this->*conv)(f, v, value)) return;
+    if (!(this->*conv)(f, v, value))
+      return;
     if (out.has_value()) {
       warning(diag_code::field_repeated,
               "field '" + f.name + "' is set again; this value replaces the one at " +
@@ -420,17 +443,21 @@ class config_binder {
 
   void bind_strings(const text_field& f, std::vector<located<std::string>>& out) {
     for (const auto& v : f.values) {
-      if (!expect_scalar(f, v)) continue;
+      if (!expect_scalar(f, v))
+        continue;
       std::string s;
-      if (to_string_value(f, v, s)) out.push_back({std::move(s), v.where});
+      if (to_string_value(f, v, s))
+        out.push_back({std::move(s), v.where});
     }
   }
 
   template <class Msg, class Bind>
   void bind_single_message(const text_field& f, std::optional<Msg>& out, Bind bind) {
-    if (!expect_single(f)) return;
+    if (!expect_single(f))
+      return;
     const auto& v = f.values.front();
-    if (!expect_message(f, v)) return;
+    if (!expect_message(f, v))
+      return;
     if (!out) {
       out.emplace();
       out->where = f.name_region;
@@ -441,7 +468,8 @@ class config_binder {
   template <class Msg, class Bind>
   void bind_repeated_message(const text_field& f, std::vector<Msg>& out, Bind bind) {
     for (const auto& v : f.values) {
-      if (!expect_message(f, v)) continue;
+      if (!expect_message(f, v))
+        continue;
       Msg m{};
       m.where = f.name_region;
       (this->*bind)(v.fields, m);
@@ -453,9 +481,11 @@ class config_binder {
   template <class Mine, class Other, class Bind>
   void bind_oneof(const text_field& f, std::optional<Mine>& mine, std::optional<Other>& other,
                   std::string_view other_name, Bind bind) {
-    if (!expect_single(f)) return;
+    if (!expect_single(f))
+      return;
     const auto& v = f.values.front();
-    if (!expect_message(f, v)) return;
+    if (!expect_message(f, v))
+      return;
     if (other) {
       warning(diag_code::oneof_replaced,
               "'" + f.name + "' replaces '" + std::string(other_name) + "' set at " +
@@ -481,8 +511,7 @@ class config_binder {
         bind_single_message(f, c.dmq, &config_binder::bind_dmq);
       } else {
         unknown(f, "CalibrationConfig",
-                {"arq_quantize", "ada_quantize", "ifmr_quantize", "hfmg_quantize",
-                 "dmq_balancer"});
+                {"arq_quantize", "ada_quantize", "ifmr_quantize", "hfmg_quantize", "dmq_balancer"});
       }
     }
   }
@@ -607,12 +636,14 @@ template <class Float = float>
 [[nodiscard]] result<basic_amct_config<Float>> try_parse_config(std::string_view text,
                                                                 parse_options options = {}) {
   auto tree = parse_text_tree(text, options.limits);
-  if (!tree) return result<basic_amct_config<Float>>(tree.diagnostics());
+  if (!tree)
+    return result<basic_amct_config<Float>>(tree.diagnostics());
   std::vector<diagnostic> diags;
   basic_amct_config<Float> config;
   detail::config_binder<Float>(diags).bind_root(tree.value(), config);
   check_required_fields(config, diags);
-  if (options.validate) validate_config(config, diags);
+  if (options.validate)
+    validate_config(config, diags);
   if (std::any_of(diags.begin(), diags.end(), is_error)) {
     return result<basic_amct_config<Float>>(std::move(diags));
   }

@@ -22,9 +22,9 @@ namespace ptq {
 struct layer_info {
   std::string name;
   layer_type type = layer_type::conv2d;
-  bool has_bias = true;                       ///< a Linear without bias cannot take INT16
-  std::optional<std::uint32_t> in_channels;   ///< INT4 weights need an even Cin (unknown: even)
-  std::uint32_t groups = 1;                   ///< INT4 weights need groups == 1
+  bool has_bias = true;                      ///< a Linear without bias cannot take INT16
+  std::optional<std::uint32_t> in_channels;  ///< INT4 weights need an even Cin (unknown: even)
+  std::uint32_t groups = 1;                  ///< INT4 weights need groups == 1
 };
 
 enum class activation_algo : std::uint8_t { ifmr, hfmg };
@@ -51,8 +51,10 @@ struct basic_activation_params {
   Float search_step = static_cast<Float>(defaults::search_step);
   std::uint32_t num_of_bins = defaults::num_of_bins;
   friend bool operator==(const basic_activation_params& a, const basic_activation_params& b) {
-    if (a.num_bits != b.num_bits || a.algo != b.algo || a.asymmetric != b.asymmetric) return false;
-    if (a.algo == activation_algo::hfmg) return a.num_of_bins == b.num_of_bins;
+    if (a.num_bits != b.num_bits || a.algo != b.algo || a.asymmetric != b.asymmetric)
+      return false;
+    if (a.algo == activation_algo::hfmg)
+      return a.num_of_bins == b.num_of_bins;
     return a.max_percentile == b.max_percentile && a.min_percentile == b.min_percentile &&
            a.search_range_start == b.search_range_start &&
            a.search_range_end == b.search_range_end && a.search_step == b.search_step;
@@ -74,7 +76,8 @@ struct basic_weight_params {
     if (a.num_bits != b.num_bits || a.algo != b.algo || a.channel_wise != b.channel_wise) {
       return false;
     }
-    if (a.algo == weight_algo::arq) return true;
+    if (a.algo == weight_algo::arq)
+      return true;
     return a.num_iteration == b.num_iteration && a.reg_param == b.reg_param &&
            a.warm_start == b.warm_start && a.beta_range_start == b.beta_range_start &&
            a.beta_range_end == b.beta_range_end;
@@ -112,7 +115,8 @@ struct basic_resolved_config {
 
   [[nodiscard]] const basic_resolved_layer<Float>* find(std::string_view name) const noexcept {
     for (const auto& l : layers) {
-      if (l.name == name) return &l;
+      if (l.name == name)
+        return &l;
     }
     return nullptr;
   }
@@ -148,7 +152,8 @@ class config_resolver {
   std::optional<basic_resolved_config<Float>> run(const std::vector<layer_info>& layers) {
     const std::size_t errors_before = error_count();
     check_layer_list(layers);
-    if (error_count() != errors_before) return std::nullopt;
+    if (error_count() != errors_before)
+      return std::nullopt;
     check_names(layers);
 
     basic_resolved_config<Float> out;
@@ -156,7 +161,8 @@ class config_resolver {
     out.activation_offset = c_.activation_offset.value_or(defaults::activation_offset);
     out.do_fusion = c_.do_fusion.value_or(defaults::do_fusion);
     out.fakequant_precision_mode = c_.fakequant_precision_mode.value;
-    for (const auto& s : c_.skip_fusion_layers) out.skip_fusion_layers.push_back(s.value);
+    for (const auto& s : c_.skip_fusion_layers)
+      out.skip_fusion_layers.push_back(s.value);
 
     bool any_enabled = false;
     for (const auto& l : layers) {
@@ -171,7 +177,8 @@ class config_resolver {
     }
     std::sort(out.layers.begin(), out.layers.end(),
               [](const auto& a, const auto& b) { return a.name < b.name; });
-    if (error_count() != errors_before) return std::nullopt;
+    if (error_count() != errors_before)
+      return std::nullopt;
     return out;
   }
 
@@ -185,13 +192,15 @@ class config_resolver {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
   }
   void warning(std::string message, source_region where) {
-    diags_.push_back({diag_code::degraded_setting, severity::warning, std::move(message), where, {}});
+    diags_.push_back(
+        {diag_code::degraded_setting, severity::warning, std::move(message), where, {}});
   }
 
   void check_layer_list(const std::vector<layer_info>& layers) {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].name.empty()) {
-        error(diag_code::bad_layer_list, "layer " + std::to_string(i) + " of the layer list has no name", {});
+        error(diag_code::bad_layer_list,
+              "layer " + std::to_string(i) + " of the layer list has no name", {});
       }
       for (std::size_t j = 0; j < i; ++j) {
         if (layers[j].name == layers[i].name && !layers[i].name.empty()) {
@@ -205,26 +214,30 @@ class config_resolver {
 
   const layer_info* find(const std::vector<layer_info>& layers, std::string_view name) const {
     for (const auto& l : layers) {
-      if (l.name == name) return &l;
+      if (l.name == name)
+        return &l;
     }
     return nullptr;
   }
 
   std::string closest(const std::vector<layer_info>& layers, std::string_view name) const {
     std::vector<std::string_view> names;
-    for (const auto& l : layers) names.push_back(l.name);
+    for (const auto& l : layers)
+      names.push_back(l.name);
     std::string_view best;
     std::size_t best_d = ~std::size_t{0};
     for (const auto n : names) {
       // Plain Levenshtein; small lists only.
       std::vector<std::size_t> row(n.size() + 1);
-      for (std::size_t j = 0; j <= n.size(); ++j) row[j] = j;
+      for (std::size_t j = 0; j <= n.size(); ++j)
+        row[j] = j;
       for (std::size_t i = 1; i <= name.size(); ++i) {
         std::size_t diag = row[0];
         row[0] = i;
         for (std::size_t j = 1; j <= n.size(); ++j) {
           const std::size_t up = row[j];
-          row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == n[j - 1] ? 0U : 1U)});
+          row[j] =
+              std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == n[j - 1] ? 0U : 1U)});
           diag = up;
         }
       }
@@ -249,10 +262,10 @@ class config_resolver {
     }
     for (const auto& o : c_.override_layer_configs) {
       if (o.layer_name.has_value() && !find(layers, *o.layer_name)) {
-        error(diag_code::unknown_layer,
-              "override_layer_configs names layer '" + *o.layer_name +
-                  "', which is not in the model",
-              o.layer_name.where, closest(layers, *o.layer_name));
+        error(
+            diag_code::unknown_layer,
+            "override_layer_configs names layer '" + *o.layer_name + "', which is not in the model",
+            o.layer_name.where, closest(layers, *o.layer_name));
       }
     }
     for (const auto& s : c_.skip_fusion_layers) {
@@ -286,29 +299,37 @@ class config_resolver {
         found = &*o.calibration_config;
       }
     }
-    if (found) return {found, block_source::override_layer};
+    if (found)
+      return {found, block_source::override_layer};
     for (const auto& o : c_.override_layer_types) {
       if (o.layer_type.has_value() && *o.layer_type == to_string(l.type) && o.calibration_config) {
         found = &*o.calibration_config;
       }
     }
-    if (found) return {found, block_source::override_type};
+    if (found)
+      return {found, block_source::override_type};
     if (c_.legacy_blocks_apply()) {
       const auto& legacy =
           supports_channel_wise(l.type) ? c_.conv_calibration_config : c_.fc_calibration_config;
-      if (legacy) return {&*legacy, block_source::legacy};
+      if (legacy)
+        return {&*legacy, block_source::legacy};
       return {};
     }
-    if (c_.common_config) return {&*c_.common_config, block_source::common};
+    if (c_.common_config)
+      return {&*c_.common_config, block_source::common};
     return {};
   }
 
   std::string source_name(const chosen& ch) const {
     switch (ch.source) {
-      case block_source::override_layer: return "override_layer_configs";
-      case block_source::override_type: return "override_layer_types";
-      case block_source::legacy: return "the older dialect's calibration config";
-      default: return "common_config";
+      case block_source::override_layer:
+        return "override_layer_configs";
+      case block_source::override_type:
+        return "override_layer_types";
+      case block_source::legacy:
+        return "the older dialect's calibration config";
+      default:
+        return "common_config";
     }
   }
 
@@ -339,8 +360,8 @@ class config_resolver {
       if (!supports_dmq(l.type)) {
         unsupported(ch, l, "dmq_balancer", "it is dropped", b.dmq->where);
       } else {
-        out.dmq_balancer_param = b.dmq->migration_strength.value_or(
-            static_cast<Float>(defaults::migration_strength));
+        out.dmq_balancer_param =
+            b.dmq->migration_strength.value_or(static_cast<Float>(defaults::migration_strength));
       }
     }
     resolve_weight(ch, b, l, out.weight);
@@ -349,10 +370,12 @@ class config_resolver {
 
   bool skipped(const layer_info& l) const {
     for (const auto& s : c_.skip_layers) {
-      if (s.value == l.name) return true;
+      if (s.value == l.name)
+        return true;
     }
     for (const auto& s : c_.skip_layer_types) {
-      if (s.value == to_string(l.type)) return true;
+      if (s.value == to_string(l.type))
+        return true;
     }
     return false;
   }
@@ -380,8 +403,8 @@ class config_resolver {
       a.num_bits = 16;
       if (!supports_int16_activation(l.type, l.has_bias)) {
         const std::string why = l.type == layer_type::linear ? " without bias" : "";
-        if (unsupported(ch, l, "INT16 activations (dst_type: INT16)" + why,
-                        "activations use INT8", dst->where)) {
+        if (unsupported(ch, l, "INT16 activations (dst_type: INT16)" + why, "activations use INT8",
+                        dst->where)) {
           a.num_bits = 8;
         }
       }
@@ -412,7 +435,8 @@ class config_resolver {
     } else {
       a.asymmetric = c_.activation_offset.value_or(defaults::activation_offset);
     }
-    if (symmetric_only(l.type)) a.asymmetric = false;
+    if (symmetric_only(l.type))
+      a.asymmetric = false;
   }
 
   void resolve_weight(const chosen& ch, const calib& b, const layer_info& l,
@@ -442,17 +466,16 @@ class config_resolver {
       if (q.quant_bits.has_value()) {
         w.num_bits = *q.quant_bits;
         if ((w.num_bits == 6 || w.num_bits == 7) && !supports_winograd_bits(l.type)) {
-          if (unsupported(ch, l, "quant_bits: " + std::to_string(w.num_bits),
-                          "weights use 8 bits", q.quant_bits.where)) {
+          if (unsupported(ch, l, "quant_bits: " + std::to_string(w.num_bits), "weights use 8 bits",
+                          q.quant_bits.where)) {
             w.num_bits = 8;
           }
         } else if (w.num_bits == 4 &&
                    (l.groups > 1 || (l.in_channels && *l.in_channels % 2 != 0))) {
-          const std::string why = l.groups > 1 ? " with groups " + std::to_string(l.groups)
-                                               : " with an odd input channel count " +
-                                                     std::to_string(*l.in_channels);
-          if (unsupported(ch, l, "quant_bits: 4" + why, "weights use 8 bits",
-                          q.quant_bits.where)) {
+          const std::string why =
+              l.groups > 1 ? " with groups " + std::to_string(l.groups)
+                           : " with an odd input channel count " + std::to_string(*l.in_channels);
+          if (unsupported(ch, l, "quant_bits: 4" + why, "weights use 8 bits", q.quant_bits.where)) {
             w.num_bits = 8;
           }
         }
@@ -493,7 +516,8 @@ template <class Float>
     resolve_options options = {}) {
   std::vector<diagnostic> diags;
   auto out = detail::config_resolver<Float>(config, options, diags).run(layers);
-  if (!out) return result<basic_resolved_config<Float>>(std::move(diags));
+  if (!out)
+    return result<basic_resolved_config<Float>>(std::move(diags));
   return result<basic_resolved_config<Float>>(std::move(*out), std::move(diags));
 }
 

@@ -17,9 +17,9 @@ struct text_field;
 /// A field's value: a scalar token (adjacent string literals already joined) or a message.
 struct text_value {
   bool is_message = false;
-  token scalar;                     ///< when !is_message
-  std::vector<text_field> fields;   ///< when is_message
-  source_region where;              ///< the scalar, or the opening brace of the message
+  token scalar;                    ///< when !is_message
+  std::vector<text_field> fields;  ///< when is_message
+  source_region where;             ///< the scalar, or the opening brace of the message
 };
 
 /// `name: value`, `name { ... }` or `name: [v1, v2]`.
@@ -27,8 +27,8 @@ struct text_field {
   std::string name;
   source_region name_region;
   bool has_colon = false;
-  bool is_list = false;             ///< written as `[ ... ]`
-  std::vector<text_value> values;   ///< one value unless is_list
+  bool is_list = false;            ///< written as `[ ... ]`
+  std::vector<text_value> values;  ///< one value unless is_list
 };
 
 using text_message = std::vector<text_field>;
@@ -40,8 +40,10 @@ class text_parser {
   text_parser(std::string_view text, text_limits limits) : lex_(text, limits), limits_(limits) {}
 
   bool run(text_message& out) {
-    if (!advance()) return false;
-    if (!parse_fields(out, 0, nullptr)) return false;
+    if (!advance())
+      return false;
+    if (!parse_fields(out, 0, nullptr))
+      return false;
     return true;
   }
   [[nodiscard]] diagnostic take_error() { return std::move(error_); }
@@ -63,9 +65,12 @@ class text_parser {
   }
   [[nodiscard]] std::string describe() const {
     switch (tok_.kind) {
-      case token_kind::end: return "end of input";
-      case token_kind::string: return "string " + std::string(tok_.raw.substr(0, 40));
-      default: return "'" + std::string(tok_.raw) + "'";
+      case token_kind::end:
+        return "end of input";
+      case token_kind::string:
+        return "string " + std::string(tok_.raw.substr(0, 40));
+      default:
+        return "'" + std::string(tok_.raw) + "'";
     }
   }
   bool unexpected(std::string_view expected) {
@@ -80,8 +85,10 @@ class text_parser {
   // Fields until `close` (or end of input at top level).
   bool parse_fields(text_message& out, std::uint32_t depth, const char* close) {
     while (true) {
-      if (close == nullptr && tok_.kind == token_kind::end) return true;
-      if (close != nullptr && at_punct(*close)) return true;
+      if (close == nullptr && tok_.kind == token_kind::end)
+        return true;
+      if (close != nullptr && at_punct(*close))
+        return true;
       if (tok_.kind != token_kind::identifier) {
         if (close != nullptr && tok_.kind == token_kind::end) {
           return fail(diag_code::unexpected_end,
@@ -94,25 +101,31 @@ class text_parser {
       text_field field;
       field.name = tok_.text;
       field.name_region = tok_.where;
-      if (!advance()) return false;
+      if (!advance())
+        return false;
       if (at_punct(':')) {
         field.has_colon = true;
-        if (!advance()) return false;
+        if (!advance())
+          return false;
       }
       if (at_punct('[')) {
         field.is_list = true;
         const source_region open = tok_.where;
-        if (!advance()) return false;
+        if (!advance())
+          return false;
         if (!at_punct(']')) {
           while (true) {
             text_value v;
-            if (!parse_value(v, depth, field.has_colon)) return false;
+            if (!parse_value(v, depth, field.has_colon))
+              return false;
             field.values.push_back(std::move(v));
             if (at_punct(',')) {
-              if (!advance()) return false;
+              if (!advance())
+                return false;
               continue;
             }
-            if (at_punct(']')) break;
+            if (at_punct(']'))
+              break;
             if (tok_.kind == token_kind::end) {
               return fail(diag_code::unexpected_end,
                           "unexpected end of input; the list opened here is not closed", open);
@@ -120,15 +133,18 @@ class text_parser {
             return unexpected("',' or ']'");
           }
         }
-        if (!advance()) return false;
+        if (!advance())
+          return false;
       } else {
         text_value v;
-        if (!parse_value(v, depth, field.has_colon)) return false;
+        if (!parse_value(v, depth, field.has_colon))
+          return false;
         field.values.push_back(std::move(v));
       }
       out.push_back(std::move(field));
       if (at_punct(',') || at_punct(';')) {
-        if (!advance()) return false;
+        if (!advance())
+          return false;
       }
     }
   }
@@ -136,16 +152,18 @@ class text_parser {
   bool parse_value(text_value& v, std::uint32_t depth, bool had_colon) {
     if (at_punct('{') || at_punct('<')) {
       if (depth + 1 > limits_.max_depth) {
-        return fail(diag_code::nesting_too_deep,
-                    "messages are nested deeper than " + std::to_string(limits_.max_depth) +
-                        " levels",
-                    tok_.where);
+        return fail(
+            diag_code::nesting_too_deep,
+            "messages are nested deeper than " + std::to_string(limits_.max_depth) + " levels",
+            tok_.where);
       }
       const char close = at_punct('{') ? '}' : '>';
       v.is_message = true;
       v.where = tok_.where;
-      if (!advance()) return false;
-      if (!parse_fields(v.fields, depth + 1, &close)) return false;
+      if (!advance())
+        return false;
+      if (!parse_fields(v.fields, depth + 1, &close))
+        return false;
       return advance();  // consume the closing delimiter
     }
     if (!had_colon) {
@@ -159,13 +177,15 @@ class text_parser {
     if (tok_.kind == token_kind::string) {
       v.scalar = tok_;
       v.where = tok_.where;
-      if (!advance()) return false;
+      if (!advance())
+        return false;
       while (tok_.kind == token_kind::string) {  // adjacent literals concatenate
         v.scalar.text += tok_.text;
         v.scalar.spans_lines = v.scalar.spans_lines || tok_.spans_lines;
         v.scalar.where.end = tok_.where.end;
         v.where.end = tok_.where.end;
-        if (!advance()) return false;
+        if (!advance())
+          return false;
       }
       return true;
     }
@@ -189,15 +209,18 @@ class text_parser {
 [[nodiscard]] inline result<text_message> parse_text_tree(std::string_view text,
                                                           text_limits limits = {}) {
   if (text.size() > limits.max_input_bytes) {
-    return result<text_message>(std::vector<diagnostic>{
-        {diag_code::input_too_large, severity::error,
-         "input is " + std::to_string(text.size()) + " bytes; the limit is " +
-             std::to_string(limits.max_input_bytes),
-         {}, {}}});
+    return result<text_message>(std::vector<diagnostic>{{diag_code::input_too_large,
+                                                         severity::error,
+                                                         "input is " + std::to_string(text.size()) +
+                                                             " bytes; the limit is " +
+                                                             std::to_string(limits.max_input_bytes),
+                                                         {},
+                                                         {}}});
   }
   detail::text_parser p(text, limits);
   text_message msg;
-  if (!p.run(msg)) return result<text_message>(std::vector<diagnostic>{p.take_error()});
+  if (!p.run(msg))
+    return result<text_message>(std::vector<diagnostic>{p.take_error()});
   return result<text_message>(std::move(msg));
 }
 

@@ -40,10 +40,13 @@ inline exact_decimal to_exact_decimal(std::string_view s) {
       continue;
     }
     d.mantissa = d.mantissa * 10 + (s[i] - '0');
-    if (after_point) --d.exponent;
+    if (after_point)
+      --d.exponent;
   }
-  if (i < s.size()) d.exponent += std::atoi(std::string(s.substr(i + 1)).c_str());
-  if (neg) d.mantissa = -d.mantissa;
+  if (i < s.size())
+    d.exponent += std::atoi(std::string(s.substr(i + 1)).c_str());
+  if (neg)
+    d.mantissa = -d.mantissa;
   return d;
 }
 
@@ -60,13 +63,16 @@ bool step_fits_range(Float start, Float end, Float step) {
     return toolkit_double(step) <= toolkit_double(end) - toolkit_double(start);
   }
   auto scale = [lo](exact_decimal x) {
-    for (int k = x.exponent; k > lo; --k) x.mantissa *= 10;
+    for (int k = x.exponent; k > lo; --k)
+      x.mantissa *= 10;
     return x.mantissa;
   };
   return scale(c) <= scale(b) - scale(a);
 }
 
-inline std::string fmt_value(double v) { return python_repr(v); }
+inline std::string fmt_value(double v) {
+  return python_repr(v);
+}
 
 template <class Float>
 class config_checker {
@@ -76,14 +82,19 @@ class config_checker {
 
   void required() {
     for (const auto& o : c_.override_layer_types) {
-      if (!o.layer_type.has_value()) missing("layer_type", "OverrideLayerType", o.where);
-      if (!o.calibration_config) missing("calibration_config", "OverrideLayerType", o.where);
+      if (!o.layer_type.has_value())
+        missing("layer_type", "OverrideLayerType", o.where);
+      if (!o.calibration_config)
+        missing("calibration_config", "OverrideLayerType", o.where);
     }
     for (const auto& o : c_.override_layer_configs) {
-      if (!o.layer_name.has_value()) missing("layer_name", "OverrideLayer", o.where);
-      if (!o.calibration_config) missing("calibration_config", "OverrideLayer", o.where);
+      if (!o.layer_name.has_value())
+        missing("layer_name", "OverrideLayer", o.where);
+      if (!o.calibration_config)
+        missing("calibration_config", "OverrideLayer", o.where);
     }
-    if (!c_.uses_legacy_fields()) return;
+    if (!c_.uses_legacy_fields())
+      return;
     // The older dialect's required fields.
     if (!c_.common_config && c_.override_layer_types.empty()) {
       const source_region at = c_.conv_calibration_config ? c_.conv_calibration_config->where
@@ -102,17 +113,25 @@ class config_checker {
       }
       if (b.ifmr) {
         const auto& q = *b.ifmr;
-        if (!q.search_range_start.has_value()) missing("search_range_start", "FMRQuantize (older dialect)", q.where);
-        if (!q.search_range_end.has_value()) missing("search_range_end", "FMRQuantize (older dialect)", q.where);
-        if (!q.search_step.has_value()) missing("search_step", "FMRQuantize (older dialect)", q.where);
-        if (!q.max_percentile.has_value()) missing("max_percentile", "FMRQuantize (older dialect)", q.where);
-        if (!q.min_percentile.has_value()) missing("min_percentile", "FMRQuantize (older dialect)", q.where);
+        if (!q.search_range_start.has_value())
+          missing("search_range_start", "FMRQuantize (older dialect)", q.where);
+        if (!q.search_range_end.has_value())
+          missing("search_range_end", "FMRQuantize (older dialect)", q.where);
+        if (!q.search_step.has_value())
+          missing("search_step", "FMRQuantize (older dialect)", q.where);
+        if (!q.max_percentile.has_value())
+          missing("max_percentile", "FMRQuantize (older dialect)", q.where);
+        if (!q.min_percentile.has_value())
+          missing("min_percentile", "FMRQuantize (older dialect)", q.where);
       }
     };
-    if (c_.conv_calibration_config) legacy_block(*c_.conv_calibration_config);
-    if (c_.fc_calibration_config) legacy_block(*c_.fc_calibration_config);
+    if (c_.conv_calibration_config)
+      legacy_block(*c_.conv_calibration_config);
+    if (c_.fc_calibration_config)
+      legacy_block(*c_.fc_calibration_config);
     for (const auto& o : c_.override_layer_configs) {
-      if (o.calibration_config) legacy_block(*o.calibration_config);
+      if (o.calibration_config)
+        legacy_block(*o.calibration_config);
     }
   }
 
@@ -125,14 +144,18 @@ class config_checker {
             "weight_offset: true is not supported; weights are always quantized without offset",
             c_.weight_offset.where);
     }
-    if (c_.common_config) block(*c_.common_config);
+    if (c_.common_config)
+      block(*c_.common_config);
     for (const auto& o : c_.override_layer_types) {
-      if (o.calibration_config) block(*o.calibration_config);
+      if (o.calibration_config)
+        block(*o.calibration_config);
     }
     for (const auto& o : c_.override_layer_configs) {
-      if (o.calibration_config) block(*o.calibration_config);
+      if (o.calibration_config)
+        block(*o.calibration_config);
     }
-    if (c_.conv_calibration_config) block(*c_.conv_calibration_config);
+    if (c_.conv_calibration_config)
+      block(*c_.conv_calibration_config);
     if (c_.fc_calibration_config) {
       block(*c_.fc_calibration_config);
       const auto& arq = c_.fc_calibration_config->arq;
@@ -145,13 +168,16 @@ class config_checker {
     }
     if ((c_.conv_calibration_config || c_.fc_calibration_config) && !c_.legacy_blocks_apply()) {
       std::string names;
-      if (c_.conv_calibration_config) names = "conv_calibration_config";
-      if (c_.fc_calibration_config) names += names.empty() ? "fc_calibration_config" : " and fc_calibration_config";
+      if (c_.conv_calibration_config)
+        names = "conv_calibration_config";
+      if (c_.fc_calibration_config)
+        names += names.empty() ? "fc_calibration_config" : " and fc_calibration_config";
       const auto at = c_.conv_calibration_config ? c_.conv_calibration_config->where
                                                  : c_.fc_calibration_config->where;
       warning(diag_code::legacy_blocks_ignored,
               names + " ignored: the file also has " +
-                  (c_.common_config ? std::string("common_config") : std::string("override_layer_types")),
+                  (c_.common_config ? std::string("common_config")
+                                    : std::string("override_layer_types")),
               at);
     }
     names_unique(c_.skip_layers, "skip_layers", "layer");
@@ -159,7 +185,8 @@ class config_checker {
     names_unique(c_.skip_layer_types, "skip_layer_types", "layer type");
     std::size_t known_types = 0;
     for (const auto& t : c_.skip_layer_types) {
-      if (type_name_ok(t.value, t.where)) ++known_types;
+      if (type_name_ok(t.value, t.where))
+        ++known_types;
     }
     if (!c_.skip_layer_types.empty() && distinct_count(c_.skip_layer_types) == known_types &&
         known_types >= quantizable_type_names.size()) {
@@ -169,14 +196,16 @@ class config_checker {
     }
     std::vector<located<std::string>> types;
     for (const auto& o : c_.override_layer_types) {
-      if (!o.layer_type.has_value()) continue;
+      if (!o.layer_type.has_value())
+        continue;
       types.push_back({*o.layer_type, o.layer_type.where});
       type_name_ok(*o.layer_type, o.layer_type.where);
     }
     names_unique(types, "override_layer_types", "layer type");
     std::vector<located<std::string>> layers;
     for (const auto& o : c_.override_layer_configs) {
-      if (o.layer_name.has_value()) layers.push_back({*o.layer_name, o.layer_name.where});
+      if (o.layer_name.has_value())
+        layers.push_back({*o.layer_name, o.layer_name.where});
     }
     names_unique(layers, "override_layer_configs", "layer");
   }
@@ -208,14 +237,17 @@ class config_checker {
               b.arq->quant_bits.where, "6 and 7 apply to Conv2d only");
       }
     }
-    if (b.ada) ada(*b.ada);
-    if (b.ifmr) ifmr(*b.ifmr);
+    if (b.ada)
+      ada(*b.ada);
+    if (b.ifmr)
+      ifmr(*b.ifmr);
     if (b.hfmg && b.hfmg->num_of_bins.has_value()) {
       const auto n = *b.hfmg->num_of_bins;
       if (n != 1024 && n != 2048 && n != 4096 && n != 8192) {
-        error(diag_code::num_of_bins_invalid,
-              "num_of_bins " + std::to_string(n) + " is not supported; use 1024, 2048, 4096 or 8192",
-              b.hfmg->num_of_bins.where);
+        error(
+            diag_code::num_of_bins_invalid,
+            "num_of_bins " + std::to_string(n) + " is not supported; use 1024, 2048, 4096 or 8192",
+            b.hfmg->num_of_bins.where);
       }
     }
     if (b.dmq && b.dmq->migration_strength.has_value()) {
@@ -230,7 +262,8 @@ class config_checker {
 
   void ada(const basic_ada_quantize<Float>& a) {
     auto open_unit = [this](const setting<Float>& s, std::string_view name) {
-      if (!s.has_value()) return;
+      if (!s.has_value())
+        return;
       const double v = toolkit_double(*s);
       if (!(v > 0.0 && v < 1.0)) {
         error(diag_code::ada_param_out_of_range,
@@ -243,7 +276,7 @@ class config_checker {
     const double start = num(a.beta_range_start, defaults::beta_range_start);
     const double end = num(a.beta_range_end, defaults::beta_range_end);
     if (!(start > end && end > 0.0)) {
-      const auto where = a.beta_range_end.has_value() ? a.beta_range_end.where
+      const auto where = a.beta_range_end.has_value()     ? a.beta_range_end.where
                          : a.beta_range_start.has_value() ? a.beta_range_start.where
                                                           : a.where;
       error(diag_code::beta_range_invalid,
@@ -255,7 +288,8 @@ class config_checker {
 
   void ifmr(const basic_fmr_quantize<Float>& q) {
     auto percentile = [this](const setting<Float>& s, std::string_view name) {
-      if (!s.has_value()) return;
+      if (!s.has_value())
+        return;
       const double v = toolkit_double(*s);
       if (!(v > 0.5 && v <= 1.0)) {
         error(diag_code::percentile_out_of_range,
@@ -279,7 +313,7 @@ class config_checker {
       error(diag_code::search_range_invalid,
             "search range [" + fmt_value(start) + ", " + fmt_value(end) +
                 "] is empty; search_range_start must be less than search_range_end",
-            q.search_range_end.has_value() ? q.search_range_end.where
+            q.search_range_end.has_value()     ? q.search_range_end.where
             : q.search_range_start.has_value() ? q.search_range_start.where
                                                : q.where);
     }
@@ -299,10 +333,12 @@ class config_checker {
   }
 
   bool type_name_ok(const std::string& name, source_region where) {
-    if (is_quantizable_type_name(name)) return true;
+    if (is_quantizable_type_name(name))
+      return true;
     std::string valid;
     for (const auto n : quantizable_type_names) {
-      if (!valid.empty()) valid += ", ";
+      if (!valid.empty())
+        valid += ", ";
       valid += n;
     }
     error(diag_code::unknown_layer_type, "'" + name + "' is not a quantizable layer type", where,
@@ -314,8 +350,10 @@ class config_checker {
     std::size_t n = 0;
     for (std::size_t i = 0; i < v.size(); ++i) {
       bool seen = false;
-      for (std::size_t j = 0; j < i && !seen; ++j) seen = v[j].value == v[i].value;
-      if (!seen) ++n;
+      for (std::size_t j = 0; j < i && !seen; ++j)
+        seen = v[j].value == v[i].value;
+      if (!seen)
+        ++n;
     }
     return n;
   }

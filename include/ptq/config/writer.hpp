@@ -17,11 +17,21 @@ inline std::string quote_text(std::string_view s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           const char oct[] = {'\\', static_cast<char>('0' + (c >> 6)),
@@ -45,26 +55,37 @@ class config_writer {
     scalar(0, "batch_num", c.batch_num);
     scalar(0, "activation_offset", c.activation_offset);
     scalar(0, "weight_offset", c.weight_offset);
-    for (const auto& s : c.skip_layers) line(0, "skip_layers: " + quote_text(s.value));
-    for (const auto& s : c.skip_layer_types) line(0, "skip_layer_types: " + quote_text(s.value));
-    if (c.fakequant_precision_mode.has_value()) line(0, "fakequant_precision_mode: FORCE_FP16_QUANT");
-    if (c.common_config) calibration(0, "common_config", *c.common_config);
+    for (const auto& s : c.skip_layers)
+      line(0, "skip_layers: " + quote_text(s.value));
+    for (const auto& s : c.skip_layer_types)
+      line(0, "skip_layer_types: " + quote_text(s.value));
+    if (c.fakequant_precision_mode.has_value())
+      line(0, "fakequant_precision_mode: FORCE_FP16_QUANT");
+    if (c.common_config)
+      calibration(0, "common_config", *c.common_config);
     for (const auto& o : c.override_layer_types) {
       line(0, "override_layer_types {");
-      if (o.layer_type.has_value()) line(1, "layer_type: " + quote_text(*o.layer_type));
-      if (o.calibration_config) calibration(1, "calibration_config", *o.calibration_config);
+      if (o.layer_type.has_value())
+        line(1, "layer_type: " + quote_text(*o.layer_type));
+      if (o.calibration_config)
+        calibration(1, "calibration_config", *o.calibration_config);
       line(0, "}");
     }
     for (const auto& o : c.override_layer_configs) {
       line(0, "override_layer_configs {");
-      if (o.layer_name.has_value()) line(1, "layer_name: " + quote_text(*o.layer_name));
-      if (o.calibration_config) calibration(1, "calibration_config", *o.calibration_config);
+      if (o.layer_name.has_value())
+        line(1, "layer_name: " + quote_text(*o.layer_name));
+      if (o.calibration_config)
+        calibration(1, "calibration_config", *o.calibration_config);
       line(0, "}");
     }
     scalar(0, "do_fusion", c.do_fusion);
-    for (const auto& s : c.skip_fusion_layers) line(0, "skip_fusion_layers: " + quote_text(s.value));
-    if (c.conv_calibration_config) calibration(0, "conv_calibration_config", *c.conv_calibration_config);
-    if (c.fc_calibration_config) calibration(0, "fc_calibration_config", *c.fc_calibration_config);
+    for (const auto& s : c.skip_fusion_layers)
+      line(0, "skip_fusion_layers: " + quote_text(s.value));
+    if (c.conv_calibration_config)
+      calibration(0, "conv_calibration_config", *c.conv_calibration_config);
+    if (c.fc_calibration_config)
+      calibration(0, "fc_calibration_config", *c.fc_calibration_config);
   }
 
  private:
@@ -82,14 +103,17 @@ class config_writer {
   }
   template <class T>
   static std::string float_text(T v) {
-    if (v != v) return "nan";
+    if (v != v)
+      return "nan";
     std::string s = shortest_repr(v);
-    if (s == "inf" || s == "-inf") return s;
+    if (s == "inf" || s == "-inf")
+      return s;
     return s;
   }
   template <class T>
   void scalar(int depth, std::string_view name, const setting<T>& s) {
-    if (s.has_value()) line(depth, std::string(name) + ": " + value_text(*s));
+    if (s.has_value())
+      line(depth, std::string(name) + ": " + value_text(*s));
   }
 
   void calibration(int depth, std::string_view name, const basic_calibration_config<Float>& b) {

@@ -35,9 +35,12 @@ template <class T>
 /// Python's `repr(float)`: shortest round-trip digits; fixed notation with at least one digit
 /// after the point when the decimal exponent is in [-4, 16), else `1e-05` / `1.5e+16`.
 [[nodiscard]] inline std::string python_repr(double value) {
-  if (value != value) return "NaN";
-  if (value == 1.0 / 0.0) return "Infinity";
-  if (value == -1.0 / 0.0) return "-Infinity";
+  if (value != value)
+    return "NaN";
+  if (value == 1.0 / 0.0)
+    return "Infinity";
+  if (value == -1.0 / 0.0)
+    return "-Infinity";
   std::array<char, 64> buf{};
   const auto res =
       std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::scientific);
@@ -52,15 +55,19 @@ template <class T>
   }
   std::string digits;
   for (const char c : mant) {
-    if (c != '.') digits += c;
+    if (c != '.')
+      digits += c;
   }
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  while (digits.size() > 1 && digits.back() == '0')
+    digits.pop_back();
   if (exp10 < -4 || exp10 >= 16) {
     std::string out = sign + digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1)
+      out += "." + digits.substr(1);
     out += exp10 < 0 ? "e-" : "e+";
     const int a = exp10 < 0 ? -exp10 : exp10;
-    if (a < 10) out += '0';
+    if (a < 10)
+      out += '0';
     out += std::to_string(a);
     return out;
   }
