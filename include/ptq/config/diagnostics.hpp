@@ -75,6 +75,12 @@ enum class diag_code : std::uint16_t {
   json_wrong_type = 503,
   json_value_out_of_range = 504,
   json_missing_key = 505,
+  // 7xx: record files
+  record_value_invalid = 701,
+  record_length_mismatch = 702,
+  record_unknown_layer = 703,
+  record_duplicate_key = 704,
+  record_missing_field = 705,
   // 6xx: warnings
   string_spans_lines = 601,
   field_repeated = 602,

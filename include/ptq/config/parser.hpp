@@ -125,52 +125,15 @@ inline bool parse_integer_text(std::string_view s, bool& negative, unsigned long
   return res.ec == std::errc() || overflow;
 }
 
-template <class Float>
-class config_binder {
+/// Typed reading of text-tree values with the toolkit reader's scalar rules, shared by the
+/// config binder and the record reader. `Derived` supplies the message binders (CRTP).
+template <class Derived, class Float>
+class text_binder {
  public:
-  explicit config_binder(std::vector<diagnostic>& diags) : diags_(diags) {}
+  explicit text_binder(std::vector<diagnostic>& diags) : diags_(diags) {}
 
-  void bind_root(const text_message& msg, basic_amct_config<Float>& c) {
-    for (const auto& f : msg) {
-      const auto& n = f.name;
-      if (n == "batch_num") {
-        bind_scalar(f, c.batch_num, &config_binder::to_uint32);
-      } else if (n == "activation_offset") {
-        bind_scalar(f, c.activation_offset, &config_binder::to_bool);
-      } else if (n == "weight_offset") {
-        bind_scalar(f, c.weight_offset, &config_binder::to_bool);
-      } else if (n == "skip_layers") {
-        bind_strings(f, c.skip_layers);
-      } else if (n == "skip_layer_types") {
-        bind_strings(f, c.skip_layer_types);
-      } else if (n == "fakequant_precision_mode") {
-        bind_scalar(f, c.fakequant_precision_mode, &config_binder::to_fakequant_mode);
-      } else if (n == "common_config") {
-        bind_single_message(f, c.common_config, &config_binder::bind_calibration);
-      } else if (n == "override_layer_types") {
-        bind_repeated_message(f, c.override_layer_types, &config_binder::bind_override_type);
-      } else if (n == "override_layer_configs") {
-        bind_repeated_message(f, c.override_layer_configs, &config_binder::bind_override_layer);
-      } else if (n == "do_fusion") {
-        bind_scalar(f, c.do_fusion, &config_binder::to_bool);
-      } else if (n == "skip_fusion_layers") {
-        bind_strings(f, c.skip_fusion_layers);
-      } else if (n == "conv_calibration_config") {
-        bind_single_message(f, c.conv_calibration_config, &config_binder::bind_calibration);
-      } else if (n == "fc_calibration_config") {
-        bind_single_message(f, c.fc_calibration_config, &config_binder::bind_calibration);
-      } else {
-        unknown(f, "AMCTConfig",
-                {"batch_num", "activation_offset", "weight_offset", "skip_layers",
-                 "skip_layer_types", "fakequant_precision_mode", "common_config",
-                 "override_layer_types", "override_layer_configs", "do_fusion",
-                 "skip_fusion_layers", "conv_calibration_config", "fc_calibration_config"});
-      }
-    }
-  }
-
- private:
-  using calib = basic_calibration_config<Float>;
+ protected:
+  Derived& derived() { return static_cast<Derived&>(*this); }
 
   void error(diag_code code, std::string message, source_region where, std::string note = {}) {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
@@ -263,6 +226,35 @@ class config_binder {
       return false;
     }
     out = static_cast<std::uint32_t>(mag);
+    return true;
+  }
+
+  bool to_int32(const text_field& f, const text_value& v, std::int32_t& out) {
+    const auto& t = v.scalar;
+    if (t.kind != token_kind::number) {
+      error(diag_code::wrong_type, "field '" + f.name + "' takes an integer, not " + describe(t),
+            v.where);
+      return false;
+    }
+    bool neg = false;
+    bool overflow = false;
+    unsigned long long mag = 0;
+    if (!parse_integer_text(t.text, neg, mag, overflow)) {
+      error(looks_like_float(t.text) ? diag_code::value_does_not_fit : diag_code::bad_number,
+            looks_like_float(t.text)
+                ? "field '" + f.name + "' takes an integer, not the number " + t.text
+                : "malformed number '" + t.text + "'",
+            v.where);
+      return false;
+    }
+    if (overflow || mag > (neg ? 0x80000000ULL : 0x7FFFFFFFULL)) {
+      error(diag_code::value_does_not_fit,
+            "value " + t.text + " does not fit field '" + f.name + "' (a signed 32-bit integer)",
+            v.where);
+      return false;
+    }
+    out = neg ? static_cast<std::int32_t>(-static_cast<long long>(mag))
+              : static_cast<std::int32_t>(mag);
     return true;
   }
 
@@ -430,7 +422,7 @@ class config_binder {
     if (!expect_scalar(f, v))
       return;
     T value{};
-    if (!(this->*conv)(f, v, value))
+    if (!(derived().*conv)(f, v, value))
       return;
     if (out.has_value()) {
       warning(diag_code::field_repeated,
@@ -439,6 +431,15 @@ class config_binder {
               f.name_region);
     }
     out.set(value, v.where);
+  }
+
+  template <class T, class Conv>
+  void bind_repeated_scalar(const text_field& f, std::vector<T>& out, Conv conv) {
+    for (const auto& v : f.values) {
+      if (!expect_scalar(f, v)) continue;
+      T value{};
+      if ((derived().*conv)(f, v, value)) out.push_back(value);
+    }
   }
 
   void bind_strings(const text_field& f, std::vector<located<std::string>>& out) {
@@ -462,7 +463,7 @@ class config_binder {
       out.emplace();
       out->where = f.name_region;
     }
-    (this->*bind)(v.fields, *out);  // a second block merges into the first, as in the toolkit
+    (derived().*bind)(v.fields, *out);  // a second block merges into the first, as in the toolkit
   }
 
   template <class Msg, class Bind>
@@ -472,7 +473,7 @@ class config_binder {
         continue;
       Msg m{};
       m.where = f.name_region;
-      (this->*bind)(v.fields, m);
+      (derived().*bind)(v.fields, m);
       out.push_back(std::move(m));
     }
   }
@@ -495,6 +496,74 @@ class config_binder {
     }
     bind_single_message(f, mine, bind);
   }
+
+  std::vector<diagnostic>& diags_;
+};
+
+template <class Float>
+class config_binder : public text_binder<config_binder<Float>, Float> {
+ public:
+  explicit config_binder(std::vector<diagnostic>& diags)
+      : text_binder<config_binder<Float>, Float>(diags) {}
+
+  void bind_root(const text_message& msg, basic_amct_config<Float>& c) {
+    for (const auto& f : msg) {
+      const auto& n = f.name;
+      if (n == "batch_num") {
+        bind_scalar(f, c.batch_num, &config_binder::to_uint32);
+      } else if (n == "activation_offset") {
+        bind_scalar(f, c.activation_offset, &config_binder::to_bool);
+      } else if (n == "weight_offset") {
+        bind_scalar(f, c.weight_offset, &config_binder::to_bool);
+      } else if (n == "skip_layers") {
+        bind_strings(f, c.skip_layers);
+      } else if (n == "skip_layer_types") {
+        bind_strings(f, c.skip_layer_types);
+      } else if (n == "fakequant_precision_mode") {
+        bind_scalar(f, c.fakequant_precision_mode, &config_binder::to_fakequant_mode);
+      } else if (n == "common_config") {
+        bind_single_message(f, c.common_config, &config_binder::bind_calibration);
+      } else if (n == "override_layer_types") {
+        bind_repeated_message(f, c.override_layer_types, &config_binder::bind_override_type);
+      } else if (n == "override_layer_configs") {
+        bind_repeated_message(f, c.override_layer_configs, &config_binder::bind_override_layer);
+      } else if (n == "do_fusion") {
+        bind_scalar(f, c.do_fusion, &config_binder::to_bool);
+      } else if (n == "skip_fusion_layers") {
+        bind_strings(f, c.skip_fusion_layers);
+      } else if (n == "conv_calibration_config") {
+        bind_single_message(f, c.conv_calibration_config, &config_binder::bind_calibration);
+      } else if (n == "fc_calibration_config") {
+        bind_single_message(f, c.fc_calibration_config, &config_binder::bind_calibration);
+      } else {
+        unknown(f, "AMCTConfig",
+                {"batch_num", "activation_offset", "weight_offset", "skip_layers",
+                 "skip_layer_types", "fakequant_precision_mode", "common_config",
+                 "override_layer_types", "override_layer_configs", "do_fusion",
+                 "skip_fusion_layers", "conv_calibration_config", "fc_calibration_config"});
+      }
+    }
+  }
+
+ private:
+  using calib = basic_calibration_config<Float>;
+
+  using base = text_binder<config_binder<Float>, Float>;
+  friend base;
+  using base::bind_oneof;
+  using base::bind_repeated_message;
+  using base::bind_scalar;
+  using base::bind_single_message;
+  using base::bind_strings;
+  using base::diags_;
+  using base::expect_message;
+  using base::expect_single;
+  using base::to_bool;
+  using base::to_float;
+  using base::to_string_value;
+  using base::to_uint32;
+  using base::unknown;
+  using base::warning;
 
   void bind_calibration(const text_message& msg, calib& c) {
     for (const auto& f : msg) {
@@ -623,8 +692,6 @@ class config_binder {
       }
     }
   }
-
-  std::vector<diagnostic>& diags_;
 };
 
 }  // namespace detail

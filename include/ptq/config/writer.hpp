@@ -8,43 +8,10 @@
 
 #include "ptq/config/model.hpp"
 #include "ptq/detail/float_format.hpp"
+#include "ptq/detail/text_escape.hpp"
 
 namespace ptq {
 namespace detail {
-
-inline std::string quote_text(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          const char oct[] = {'\\', static_cast<char>('0' + (c >> 6)),
-                              static_cast<char>('0' + ((c >> 3) & 7)),
-                              static_cast<char>('0' + (c & 7)), 0};
-          out += oct;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 template <class Float>
 class config_writer {
