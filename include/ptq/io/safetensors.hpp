@@ -1,0 +1,313 @@
+// safetensors reading and writing (the format PyTorch models are shared in): an 8-byte
+// little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}, the data.
+// The reader rejects malformed files with a message that names the problem; floating-point
+// tensors (F32, F16, BF16, F64) convert to float32. Adds nlohmann_json.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ptq/io/atomic_file.hpp"
+
+namespace ptq::io {
+
+/// One tensor's header entry; `begin`/`end` are byte offsets into the data section.
+struct safetensors_entry {
+  std::string name;
+  std::string dtype;
+  std::vector<std::size_t> shape;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  [[nodiscard]] std::size_t numel() const noexcept {
+    std::size_t n = 1;
+    for (const auto d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// A float32 tensor in C order.
+struct float_tensor {
+  std::vector<std::size_t> shape;
+  std::vector<float> data;
+};
+
+/// A parsed safetensors file: entries in data order, the data section, the metadata.
+struct safetensors_file {
+  std::vector<safetensors_entry> entries;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  std::string data;
+
+  [[nodiscard]] const safetensors_entry* find(std::string_view name) const noexcept {
+    for (const auto& e : entries) {
+      if (e.name == name)
+        return &e;
+    }
+    return nullptr;
+  }
+
+  /// The named tensor as float32; false with `error` set when it is missing or not a float.
+  [[nodiscard]] bool get(std::string_view name, float_tensor& out, std::string& error) const;
+};
+
+namespace detail {
+
+[[nodiscard]] inline std::size_t dtype_size(std::string_view d) noexcept {
+  if (d == "F64" || d == "I64" || d == "U64")
+    return 8;
+  if (d == "F32" || d == "I32" || d == "U32")
+    return 4;
+  if (d == "F16" || d == "BF16" || d == "I16" || d == "U16")
+    return 2;
+  if (d == "BOOL" || d == "U8" || d == "I8" || d == "F8_E4M3" || d == "F8_E5M2")
+    return 1;
+  return 0;
+}
+
+[[nodiscard]] inline float half_bits_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000U) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1FU;
+  std::uint32_t mant = h & 0x3FFU;
+  std::uint32_t bits = 0;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400U) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3FFU) << 13);
+    }
+  } else if (exp == 0x1F) {
+    bits = sign | 0x7F800000U | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace detail
+
+inline bool safetensors_file::get(std::string_view name, float_tensor& out,
+                                  std::string& error) const {
+  const auto* e = find(name);
+  if (!e) {
+    error = "tensor '" + std::string(name) + "' is not in the file";
+    return false;
+  }
+  const std::size_t n = e->numel();
+  out.shape = e->shape;
+  out.data.resize(n);
+  const char* src = data.data() + e->begin;
+  if (e->dtype == "F32") {
+    std::memcpy(out.data.data(), src, n * 4);
+  } else if (e->dtype == "F64") {
+    for (std::size_t i = 0; i < n; ++i) {
+      double d = 0;
+      std::memcpy(&d, src + i * 8, 8);
+      out.data[i] = static_cast<float>(d);
+    }
+  } else if (e->dtype == "F16" || e->dtype == "BF16") {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t h = 0;
+      std::memcpy(&h, src + i * 2, 2);
+      if (e->dtype == "F16") {
+        out.data[i] = detail::half_bits_to_float(h);
+      } else {
+        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(&out.data[i], &bits, 4);
+      }
+    }
+  } else {
+    error = "tensor '" + std::string(name) + "' has dtype " + e->dtype +
+            "; a floating-point tensor (F32, F16, BF16, F64) is needed";
+    return false;
+  }
+  return true;
+}
+
+/// Parses a safetensors file held in memory. Checks: the header length fits the file, the header
+/// is a JSON object, every entry has a known dtype, a shape and data offsets inside the data
+/// section, the byte size matches dtype x shape, and no two tensors overlap.
+[[nodiscard]] inline bool parse_safetensors(std::string bytes, safetensors_file& out,
+                                            std::string& error) {
+  if (bytes.size() < 8) {
+    error = "file is " + std::to_string(bytes.size()) + " bytes; too short for the header length";
+    return false;
+  }
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  if (n > bytes.size() - 8 || n > (std::uint64_t{100} << 20)) {
+    error = "header length " + std::to_string(n) + " does not fit the file (" +
+            std::to_string(bytes.size()) + " bytes)";
+    return false;
+  }
+  const std::string_view header(bytes.data() + 8, static_cast<std::size_t>(n));
+  const auto j = nlohmann::json::parse(header.begin(), header.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    error = "header is not a JSON object";
+    return false;
+  }
+  out = safetensors_file{};
+  out.data = bytes.substr(8 + static_cast<std::size_t>(n));
+  const std::size_t data_size = out.data.size();
+  for (const auto& [key, v] : j.items()) {
+    if (key == "__metadata__") {
+      if (!v.is_object()) {
+        error = "__metadata__ is not an object";
+        return false;
+      }
+      for (const auto& [mk, mv] : v.items()) {
+        if (!mv.is_string()) {
+          error = "__metadata__ value '" + mk + "' is not a string";
+          return false;
+        }
+        out.metadata.emplace_back(mk, mv.get<std::string>());
+      }
+      continue;
+    }
+    const std::string at = "tensor '" + key + "': ";
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+        !v.contains("data_offsets")) {
+      error = at + "needs dtype, shape and data_offsets";
+      return false;
+    }
+    safetensors_entry e;
+    e.name = key;
+    if (!v["dtype"].is_string() || detail::dtype_size(v["dtype"].get<std::string>()) == 0) {
+      error = at + "unsupported dtype " + v["dtype"].dump();
+      return false;
+    }
+    e.dtype = v["dtype"].get<std::string>();
+    if (!v["shape"].is_array()) {
+      error = at + "shape is not a list";
+      return false;
+    }
+    std::size_t numel = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned()) {
+        error = at + "shape has a value that is not a non-negative integer";
+        return false;
+      }
+      const auto dim = d.get<std::uint64_t>();
+      if (dim != 0 && numel > std::numeric_limits<std::size_t>::max() / dim) {
+        error = at + "shape is too large";
+        return false;
+      }
+      numel *= static_cast<std::size_t>(dim);
+      e.shape.push_back(static_cast<std::size_t>(dim));
+    }
+    const auto& off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned()) {
+      error = at + "data_offsets must be [begin, end]";
+      return false;
+    }
+    const auto b = off[0].get<std::uint64_t>();
+    const auto en = off[1].get<std::uint64_t>();
+    if (b > en || en > data_size) {
+      error = at + "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
+              "] are outside the data section (" + std::to_string(data_size) + " bytes)";
+      return false;
+    }
+    e.begin = static_cast<std::size_t>(b);
+    e.end = static_cast<std::size_t>(en);
+    const std::size_t esz = detail::dtype_size(e.dtype);
+    if (numel > std::numeric_limits<std::size_t>::max() / esz || numel * esz != e.end - e.begin) {
+      error = at + "shape and dtype need " + std::to_string(numel) + " x " + std::to_string(esz) +
+              " bytes, but data_offsets span " + std::to_string(e.end - e.begin);
+      return false;
+    }
+    out.entries.push_back(std::move(e));
+  }
+  std::sort(out.entries.begin(), out.entries.end(),
+            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < out.entries.size(); ++i) {
+    if (out.entries[i].begin < out.entries[i - 1].end) {
+      error = "tensors '" + out.entries[i - 1].name + "' and '" + out.entries[i].name +
+              "' overlap in the data section";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Reads and parses a safetensors file.
+[[nodiscard]] inline bool read_safetensors(const std::string& path, safetensors_file& out,
+                                           std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!parse_safetensors(std::move(ss).str(), out, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return true;
+}
+
+/// A tensor to write: name, shape and float32 values (C order).
+struct named_tensor {
+  std::string name;
+  std::vector<std::size_t> shape;
+  std::vector<float> data;
+};
+
+/// The bytes of a safetensors file holding `tensors` as F32, in the given order.
+[[nodiscard]] inline std::string format_safetensors(
+    const std::vector<named_tensor>& tensors,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    auto& m = header["__metadata__"];
+    m = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata)
+      m[k] = v;
+  }
+  std::size_t offset = 0;
+  for (const auto& t : tensors) {
+    const std::size_t bytes = t.data.size() * 4;
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  while ((h.size() + 8) % 8 != 0)
+    h += ' ';
+  std::string out(8, '\0');
+  std::uint64_t n = h.size();
+  for (std::size_t i = 0; i < 8; ++i)
+    out[i] = static_cast<char>((n >> (8 * i)) & 0xFFU);
+  out += h;
+  for (const auto& t : tensors) {
+    out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  }
+  return out;
+}
+
+/// Writes a safetensors file atomically.
+[[nodiscard]] inline bool write_safetensors(
+    const std::string& path, const std::vector<named_tensor>& tensors, std::string& error,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  return write_file_atomic(path, format_safetensors(tensors, metadata), error);
+}
+
+}  // namespace ptq::io
