@@ -1,0 +1,204 @@
+// Every golden numeric case of the reference toolkit (tests/data/numeric-cases, spec README's
+// tolerances and `alt` rule) through `ptq observe|weights|balance`, and the CLI's errors.
+#include <sys/wait.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ptq/core/fp16.hpp"
+#include "ptq/io/npy.hpp"
+
+#ifdef PTQ_CLI_PATH
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct run_result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+run_result run_cli(const std::vector<std::string>& args) {
+  const fs::path dir = fs::temp_directory_path();
+  const fs::path out = dir / "ptq_numerics_cli.out", err = dir / "ptq_numerics_cli.err";
+  std::string cmd = quote(PTQ_CLI_PATH);
+  for (const auto& a : args)
+    cmd += " " + quote(a);
+  cmd += " >" + quote(out.string()) + " 2>" + quote(err.string());
+  const int st = std::system(cmd.c_str());
+  run_result r;
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+bool rel_close(double got, double want, double rel) {
+  return std::fabs(got - want) <= rel * std::max(std::fabs(got), std::fabs(want));
+}
+
+const fs::path cases_dir = fs::path(PTQ_TEST_DATA_DIR) / "numeric-cases";
+
+}  // namespace
+
+TEST_CASE("golden numeric cases of the reference toolkit", "[cli][golden]") {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(cases_dir)) {
+    if (e.is_directory())
+      dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  REQUIRE(dirs.size() == 44);
+  int passed = 0;
+  for (const auto& d : dirs) {
+    const auto c = nlohmann::json::parse(slurp(d / "case.json"));
+    std::vector<std::string> args = c.at("args").get<std::vector<std::string>>();
+    for (const auto& in : c.at("inputs"))
+      args.push_back((d / in.get<std::string>()).string());
+    const auto r = run_cli(args);
+    INFO(d.filename().string() << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    const auto& exp = c.at("expected");
+    const auto& tol = c.at("tolerance");
+    if (exp.contains("error")) {
+      CHECK(r.exit_code == 1);  // an error status, not a signal
+      CHECK(r.err.rfind("ptq ", 0) == 0);
+      CHECK(r.err.find(": error: ") != std::string::npos);
+      ++passed;
+      continue;
+    }
+    REQUIRE(r.exit_code == 0);
+    const auto got = nlohmann::json::parse(r.out);
+    const std::string algo = c.at("algo");
+    if (algo == "ifmr" || algo == "hfmg") {
+      std::vector<std::pair<double, long>> accepted{
+          {exp.at("scale").get<double>(), exp.at("offset").get<long>()}};
+      if (tol.contains("alt")) {
+        for (const auto& a : tol.at("alt")) {
+          accepted.emplace_back(a.at(0).get<double>(), a.at(1).get<long>());
+        }
+      }
+      const double rel = tol.at("scale_rel");
+      const bool ok = std::any_of(accepted.begin(), accepted.end(), [&](const auto& p) {
+        return rel_close(got.at("scale").get<double>(), p.first, rel) &&
+               got.at("offset").get<long>() == p.second;
+      });
+      CHECK(ok);
+      CHECK(got.contains("clip_min"));
+      CHECK(got.contains("clip_max"));
+      passed += ok ? 1 : 0;
+    } else if (algo == "arq") {
+      const auto gs = got.at("scale_w").get<std::vector<double>>();
+      const auto ws = exp.at("scale_w").get<std::vector<double>>();
+      REQUIRE(gs.size() == ws.size());
+      for (std::size_t i = 0; i < gs.size(); ++i)
+        CHECK(rel_close(gs[i], ws[i], tol.at("scale_rel")));
+      CHECK(got.at("offset_w") == exp.at("offset_w"));
+      ++passed;
+    } else {
+      const auto gf = got.at("tensor_balance_factor").get<std::vector<double>>();
+      const auto wf = exp.at("tensor_balance_factor").get<std::vector<double>>();
+      REQUIRE(gf.size() == wf.size());
+      for (std::size_t i = 0; i < gf.size(); ++i) {
+        CHECK(rel_close(gf[i], wf[i], tol.at("factor_rel")));
+      }
+      ++passed;
+    }
+  }
+  CHECK(passed == 44);
+}
+
+TEST_CASE("CLI: printed floats round-trip float32", "[cli]") {
+  const auto d = cases_dir / "001_ifmr_normal-1b-asym8";
+  const auto r = run_cli(
+      {"observe", "--algo", "ifmr", "--max-percentile", "0.9999", (d / "batch0.npy").string()});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // the shortest text that reads back to the same float32
+  CHECK(r.out.find("\"scale\": 0.000278067,") != std::string::npos);
+  CHECK(static_cast<float>(j.at("scale").get<double>()) == 0.00027806698926724494f);
+  CHECK(j.at("offset") == -12);
+}
+
+TEST_CASE("CLI: errors and usage errors", "[cli]") {
+  const fs::path tmp = fs::temp_directory_path();
+  // missing file, malformed file -> exit 1 with "ptq <cmd>: error: "
+  auto missing = run_cli({"observe", "--algo", "hfmg", (tmp / "no_such_file.npy").string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.rfind("ptq observe: error: ", 0) == 0);
+  const fs::path junk = tmp / "ptq_numerics_junk.npy";
+  std::ofstream(junk) << "not an npy file";
+  auto bad = run_cli({"weights", "--type", "Conv2d", junk.string()});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("ptq weights: error: ") == 0);
+  CHECK(bad.err.find("bad magic") != std::string::npos);
+  // shape mismatch between activation and weight
+  std::vector<float> a(2 * 3 * 4, 1.0f), w(5 * 2 * 3, 0.5f);
+  const fs::path an = tmp / "ptq_numerics_act.npy", wn = tmp / "ptq_numerics_w.npy";
+  REQUIRE(ptq::io::write_npy(an.string(), a.data(), {2, 3, 4}).ok());
+  REQUIRE(ptq::io::write_npy(wn.string(), w.data(), {5, 2, 3}).ok());
+  auto mis = run_cli({"balance", "--alpha", "0.5", "--type", "Conv1d", an.string(), wn.string()});
+  CHECK(mis.exit_code == 1);
+  CHECK(mis.err.find("ptq balance: error: ") == 0);
+  CHECK(mis.err.find("input channels") != std::string::npos);
+  // usage errors -> exit 2
+  CHECK(run_cli({"observe", "--algo", "kl", an.string()}).exit_code == 2);
+  CHECK(run_cli({"observe", "--bits", "4", an.string()}).exit_code == 2);
+  CHECK(run_cli({"observe"}).exit_code == 2);
+  CHECK(run_cli({"weights", "--type", "Bogus", wn.string()}).exit_code == 2);
+  CHECK(run_cli({"weights", "--type", "Conv1d", "--channel-wise", "--per-tensor", wn.string()})
+            .exit_code == 2);
+  CHECK(run_cli({"balance", "--alpha", "0.9", "--type", "Conv1d", an.string(), wn.string()})
+            .exit_code == 2);
+  // weights: default granularity by type, fake-quant output
+  auto def = run_cli({"weights", "--type", "Conv1d", wn.string()});
+  REQUIRE(def.exit_code == 0);
+  CHECK(nlohmann::json::parse(def.out).at("scale_w").size() == 5);
+  const fs::path fq = tmp / "ptq_numerics_fq.npy";
+  auto fqr = run_cli({"weights", "--type", "Conv1d", "--fake-quant-out", fq.string(), wn.string()});
+  REQUIRE(fqr.exit_code == 0);
+  auto back = ptq::io::read_npy(fq.string());
+  REQUIRE(back.ok());
+  CHECK(back.value().data == w);  // 0.5 is exactly on the grid (scale 0.5/127)
+  // fp16 scale and a float16 input
+  auto fp = run_cli({"observe", "--algo", "hfmg", "--fp16-scale", an.string()});
+  REQUIRE(fp.exit_code == 0);
+  CHECK(static_cast<float>(nlohmann::json::parse(fp.out).at("scale").get<double>()) ==
+        ptq::fp16_scale(1.0f / 255.0f));
+  for (const auto& p : {junk, an, wn, fq})
+    fs::remove(p);
+}
+
+#else
+TEST_CASE("golden numeric cases need the ptq tool", "[cli][!mayfail]") {
+  WARN("PTQ_CLI_PATH is not defined: the ptq_cli target was not built");
+}
+#endif

@@ -1,0 +1,237 @@
+// Every SIMD kernel equals its scalar reference bit for bit, for every arch this machine runs
+// (baseline, AVX2+FMA, AVX-512), on sizes 0..1000 and odd alignments.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernel_sets.hpp"
+#include "ptq/kernels.hpp"
+
+namespace {
+
+using ptq::kernels::kernel_set;
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+/// A buffer with 3 spare floats in front so data can start at an odd offset.
+struct buffer {
+  std::vector<float> storage;
+  float* at(std::size_t off) { return storage.data() + off; }
+};
+
+/// Data that exercises the kernels: a mix of normal values, exact grid points and ties.
+std::vector<float> mixed_data(std::size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::uniform_int_distribution<int> grid(-300, 300);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    const int p = pick(rng);
+    if (p < 6) {
+      x = nd(rng);
+    } else if (p < 8) {
+      x = static_cast<float>(grid(rng)) * 0.05f;  // grid points / half-way ties for some scales
+    } else if (p < 9) {
+      x = static_cast<float>(grid(rng)) * 0.5f;
+    } else {
+      x = 0.0f;
+    }
+  }
+  return v;
+}
+
+const std::size_t offsets[] = {0, 1, 2, 3};
+
+}  // namespace
+
+TEST_CASE("the machine's kernel sets", "[kernels]") {
+  const auto sets = ptq_test::available_kernel_sets();
+  REQUIRE_FALSE(sets.empty());
+  for (const auto& k : sets)
+    INFO(k.arch_name);
+  CHECK(std::string(sets.front().arch_name).size() > 0);
+}
+
+TEST_CASE("minmax and absmax equal the reference", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(1234);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 0; n <= 1000; ++n) {
+      const auto data = mixed_data(n + 3, rng);
+      for (std::size_t off : offsets) {
+        const float* x = data.data() + off;
+        const std::size_t len = n;
+        const auto a = ref.minmax(x, len);
+        const auto b = k.minmax(x, len);
+        REQUIRE(a.first_bad == b.first_bad);
+        REQUIRE(same_bits(a.min, b.min));
+        REQUIRE(same_bits(a.max, b.max));
+        REQUIRE(same_bits(ref.absmax(x, len), k.absmax(x, len)));
+      }
+    }
+  }
+}
+
+TEST_CASE("minmax finds the first NaN or Inf", "[kernels]") {
+  std::mt19937 rng(99);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n : {1u, 7u, 16u, 33u, 64u, 65u, 200u, 1000u}) {
+      auto data = mixed_data(n, rng);
+      for (std::size_t pos : {std::size_t{0}, n / 3, n - 1}) {
+        for (float bad : {std::nanf(""), HUGE_VALF, -HUGE_VALF}) {
+          auto d = data;
+          d[pos] = bad;
+          if (pos + 1 < n)
+            d[n - 1] = std::nanf("");  // a later bad value must not win
+          const auto r = k.minmax(d.data(), n);
+          REQUIRE(r.first_bad == pos);
+          REQUIRE(r.first_bad == ptq::kernels::minmax_ref(d.data(), n).first_bad);
+        }
+      }
+    }
+    const auto empty = k.minmax(nullptr, 0);
+    CHECK(empty.first_bad == 0);
+  }
+}
+
+TEST_CASE("histogram equals the reference", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(7);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 0; n <= 1000; n += (n < 100 ? 1 : 37)) {
+      const auto data = mixed_data(n + 3, rng);
+      for (std::size_t off : offsets) {
+        const float* x = data.data() + off;
+        const auto mm = ref.minmax(x, n);
+        for (std::size_t bins : {1024u, 4096u}) {
+          // the data's own range, a wider range, a narrower one (values outside are ignored)
+          const float ranges[3][2] = {
+              {mm.min, mm.max}, {mm.min - 1.0f, mm.max + 0.5f}, {mm.min * 0.5f, mm.max * 0.5f}};
+          for (const auto& r : ranges) {
+            if (n == 0)
+              continue;
+            std::vector<std::int64_t> a(bins, 0), b(bins, 0);
+            ref.histogram(x, n, r[0], r[1], bins, a.data());
+            k.histogram(x, n, r[0], r[1], bins, b.data());
+            REQUIRE(a == b);
+          }
+        }
+      }
+    }
+    // constant data: everything in bin B/2
+    std::vector<float> c(100, 3.25f);
+    std::vector<std::int64_t> h(2048, 0);
+    k.histogram(c.data(), c.size(), 3.25f, 3.25f, 2048, h.data());
+    CHECK(h[1024] == 100);
+  }
+}
+
+TEST_CASE("fused candidate MSE equals the reference", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(42);
+  const std::vector<ptq::kernels::mse_candidate> cand = {
+      {-2.0f, 2.0f, 4.0f / 255.0f}, {-1.0f, 0.5f, 0.1f}, {-0.5f, 3.0f, 0.05f},
+      {-4.0f, 4.0f, 0.1f},          {0.0f, 1.0f, 1.0f},  {-8.0f, 8.0f, 1.0f / 32.0f},
+      {-0.1f, 0.1f, 0.0007874f}};
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 0; n <= 1000; ++n) {
+      const auto data = mixed_data(n + 3, rng);
+      for (std::size_t off : offsets) {
+        const float* x = data.data() + off;
+        std::vector<double> a(cand.size()), b(cand.size());
+        ref.candidate_mse(x, n, cand.data(), cand.size(), a.data());
+        k.candidate_mse(x, n, cand.data(), cand.size(), b.data());
+        for (std::size_t c = 0; c < cand.size(); ++c)
+          REQUIRE(same_bits(a[c], b[c]));
+      }
+    }
+  }
+}
+
+TEST_CASE("fake-quant and quantize equal the reference", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(5);
+  const ptq::kernels::quantizer qs[] = {{0.05f, 0.0f, -128.0f, 127.0f},
+                                        {0.1f, -3.0f, -128.0f, 127.0f},
+                                        {2.0f / 255.0f, -1.0f, -128.0f, 127.0f},
+                                        {0.001f, 12.0f, -32768.0f, 32767.0f},
+                                        {0.5f, 0.0f, -8.0f, 7.0f}};
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 0; n <= 1000; ++n) {
+      const auto data = mixed_data(n + 3, rng);
+      for (std::size_t off : offsets) {
+        const float* x = data.data() + off;
+        for (const auto& q : qs) {
+          std::vector<float> fa(n + 1, 9.0f), fb(n + 1, 9.0f);
+          ref.fake_quant(x, n, q, fa.data());
+          k.fake_quant(x, n, q, fb.data());
+          REQUIRE(std::memcmp(fa.data(), fb.data(), (n + 1) * sizeof(float)) == 0);
+          std::vector<std::int8_t> ia(n + 1, 5), ib(n + 1, 5);
+          ref.quantize_i8(x, n, q, ia.data());
+          k.quantize_i8(x, n, q, ib.data());
+          if (q.qmax <= 127.0f)
+            REQUIRE(ia == ib);
+          std::vector<std::int16_t> sa(n + 1, 5), sb(n + 1, 5);
+          ref.quantize_i16(x, n, q, sa.data());
+          k.quantize_i16(x, n, q, sb.data());
+          REQUIRE(sa == sb);
+        }
+      }
+    }
+    // in place
+    auto d = mixed_data(77, rng);
+    auto e = d;
+    k.fake_quant(d.data(), d.size(), qs[1], d.data());
+    ref.fake_quant(e.data(), e.size(), qs[1], e.data());
+    CHECK(d == e);
+  }
+}
+
+TEST_CASE("one-pass top-k equals nth_element", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(11);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 1; n <= 1000; ++n) {
+      const auto data = mixed_data(n + 3, rng);
+      for (std::size_t off : offsets) {
+        const float* x = data.data() + off;
+        for (std::size_t kk : {std::size_t{1}, std::size_t{2}, std::size_t{17}, n / 2 + 1, n}) {
+          if (kk < 1 || kk > n)
+            continue;
+          const std::size_t k2 = kk == n ? 1 : kk;
+          const auto a = ref.select_extremes(x, n, kk, k2);
+          const auto b = k.select_extremes(x, n, kk, k2);
+          REQUIRE(same_bits(a.kth_largest, b.kth_largest));
+          REQUIRE(same_bits(a.kth_smallest, b.kth_smallest));
+        }
+      }
+    }
+    // sorted input (the heaps' worst case) and many duplicates
+    std::vector<float> up(5000);
+    for (std::size_t i = 0; i < up.size(); ++i)
+      up[i] = static_cast<float>(i);
+    const auto s = k.select_extremes(up.data(), up.size(), 17, 5);
+    CHECK(s.kth_largest == 4983.0f);
+    CHECK(s.kth_smallest == 4.0f);
+    std::vector<float> dup(3000, 1.0f);
+    dup[10] = 2.0f;
+    const auto t = k.select_extremes(dup.data(), dup.size(), 2, 1);
+    CHECK(t.kth_largest == 1.0f);
+    CHECK(t.kth_smallest == 1.0f);
+  }
+}
