@@ -15,6 +15,7 @@
 
 #include "ptq/config.hpp"
 #include "ptq/config_json.hpp"
+#include "ptq/session/record.hpp"
 
 namespace {
 
@@ -439,6 +440,31 @@ const layer_list_case layer_list_cases[] = {
 };
 // clang-format on
 
+// ---------------------------------------------------------------------------------------------
+// 8. Record files (7xx from try_parse_record); positions point at the entry's `record`.
+//    Layer shapes: conv1 (Cout 2, Cin 3), fc (Cout 4, Cin 8).
+// ---------------------------------------------------------------------------------------------
+struct record_case {
+  std::string_view name;
+  std::string_view text;
+  diag_code code;
+  pos at;
+};
+
+// clang-format off
+const record_case record_cases[] = {
+    {"offset_w not 0", "record {\n  key: \"conv1\"\n  value { scale_d: 0.01 offset_d: 3 scale_w: 0.5 offset_w: 1 }\n}\n", diag_code::record_value_invalid, {1, 1}},
+    {"act_type INT2", "# result\nrecord {\n  key: \"fc\"\n  value { scale_d: 0.01 offset_d: 3 act_type: \"INT2\" }\n}\n", diag_code::record_value_invalid, {2, 1}},
+    {"offset_d out of INT8 range", "record { key: \"fc\" value { scale_d: 0.01 offset_d: 128 } }", diag_code::record_value_invalid, {1, 1}},
+    {"scale_w and offset_w lengths differ", "record {\n  key: \"conv1\"\n  value { scale_d: 0.01 offset_d: 3 scale_w: 0.5 scale_w: 0.25 offset_w: 0 }\n}\n", diag_code::record_length_mismatch, {1, 1}},
+    {"scale_w neither 1 nor Cout", "record { key: \"fc\" value { scale_d: 0.01 offset_d: 0 scale_w: [1, 2] offset_w: [0, 0] } }", diag_code::record_length_mismatch, {1, 1}},
+    {"key not in the model", "record { key: \"fc\" value { scale_d: 0.01 offset_d: 0 scale_w: 1 offset_w: 0 } }\n  record { key: \"conv9\" value { scale_d: 0.01 offset_d: 0 } }\n", diag_code::record_unknown_layer, {2, 3}},
+    {"key twice", "record { key: \"fc\" value { scale_d: 0.01 offset_d: 3 scale_w: 1 offset_w: 0 } }\nrecord { key: \"fc\" value { scale_d: 0.02 offset_d: 3 } }\n", diag_code::record_duplicate_key, {2, 1}},
+    {"scale_d missing", "record {\n  key: \"fc\"\n  value { offset_d: 3 }\n}\n", diag_code::record_missing_field, {1, 1}},
+    {"entry without key", "record { value { scale_d: 0.01 offset_d: 3 } }", diag_code::record_missing_field, {1, 1}},
+};
+// clang-format on
+
 std::vector<ptq::layer_info> layers_from(std::string_view json) {
   const auto r = ptq::try_read_layer_list(json);
   REQUIRE(r.ok());
@@ -640,6 +666,17 @@ TEST_CASE("error corpus: layer-list errors", "[errors][json]") {
   }
 }
 
+TEST_CASE("error corpus: record-file errors", "[errors][record]") {
+  const std::vector<ptq::record_layer_shape> shapes{{"conv1", 2, 3}, {"fc", 4, 8}};
+  for (const auto& c : record_cases) {
+    INFO("case: " << c.name << "\ntext: " << c.text);
+    const auto r = ptq::try_parse_record(c.text, &shapes);
+    REQUIRE_FALSE(r.ok());
+    CHECK(code_text(r.error().code) == code_text(c.code));
+    CHECK(pos_text(r.error().where.begin) == pos_text(c.at));
+  }
+}
+
 TEST_CASE("error corpus: bounded input", "[errors][limits]") {
   SECTION("nesting deeper than the default limit (64)") {
     std::string text;
@@ -721,7 +758,7 @@ TEST_CASE("error corpus: bounded input", "[errors][limits]") {
 TEST_CASE("error corpus: size and coverage of the corpus", "[errors]") {
   const std::size_t entries = std::size(parse_cases) + std::size(warning_cases) +
                               std::size(resolve_cases) + std::size(json_cases) +
-                              std::size(layer_list_cases);
+                              std::size(layer_list_cases) + std::size(record_cases);
   CHECK(entries >= 70);
   CHECK(std::size(render_cases) >= 12);
 
@@ -730,6 +767,7 @@ TEST_CASE("error corpus: size and coverage of the corpus", "[errors]") {
   for (const auto& c : warning_cases) covered.insert(static_cast<unsigned>(c.code));
   for (const auto& c : resolve_cases) covered.insert(static_cast<unsigned>(c.code));
   for (const auto& c : json_cases) covered.insert(static_cast<unsigned>(c.code));
+  for (const auto& c : record_cases) covered.insert(static_cast<unsigned>(c.code));
   covered.insert(static_cast<unsigned>(diag_code::bad_layer_list));  // layer_list_cases
   covered.insert(static_cast<unsigned>(diag_code::input_too_large));  // "bounded input"
   covered.insert(static_cast<unsigned>(diag_code::string_too_long));
@@ -757,6 +795,9 @@ TEST_CASE("error corpus: size and coverage of the corpus", "[errors]") {
       diag_code::json_wrong_type, diag_code::json_value_out_of_range, diag_code::json_missing_key,
       diag_code::string_spans_lines, diag_code::field_repeated, diag_code::oneof_replaced,
       diag_code::legacy_blocks_ignored, diag_code::degraded_setting,
+      diag_code::record_value_invalid, diag_code::record_length_mismatch,
+      diag_code::record_unknown_layer, diag_code::record_duplicate_key,
+      diag_code::record_missing_field,
   };
   for (const auto code : all) {
     if (code == diag_code::dst_type_invalid) continue;
