@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds only the ptq command-line tool into build/ and runs its main job:
+#   tools/demo.sh [arguments...]   ->  build/tools/ptq/ptq calibrate [arguments...]
+# (or `ptq demo [arguments...]` while the tool has no `calibrate` subcommand).
+# Works from any directory; relative paths in the arguments are taken from the caller's cwd.
+set -euo pipefail
+caller_dir=$PWD
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+tools/install-deps.sh
+
+build_dir=${PTQ_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${PTQ_BUILD_TYPE:-Release}" >/dev/null
+if ! cmake --build "$build_dir" --target ptq_cli -j"$(nproc 2>/dev/null || echo 2)"; then
+  echo "demo.sh: could not build the ptq_cli target (is there a tools/ptq/main.cpp?)" >&2
+  exit 1
+fi
+
+if [[ "$build_dir" = /* ]]; then
+  ptq="$build_dir/tools/ptq/ptq"
+else
+  ptq="$root/$build_dir/tools/ptq/ptq"
+fi
+cd "$caller_dir"
+help=$("$ptq" --help 2>&1 || true)
+if grep -Eq '^[[:space:]]+calibrate([[:space:]]|$)' <<<"$help"; then
+  exec "$ptq" calibrate "$@"
+fi
+exec "$ptq" demo "$@"
