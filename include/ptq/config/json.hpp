@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <stdexcept>
@@ -240,7 +241,11 @@ class quant_json_reader {
     if (!v.is_number() || v.is_boolean()) {
       return fail(diag_code::json_wrong_type, "must be a number", path);
     }
-    out = static_cast<Float>(v.template get<double>());
+    const double d = v.template get<double>();
+    if (!std::isfinite(d) || !std::isfinite(static_cast<Float>(d))) {
+      return fail(diag_code::json_value_out_of_range, "must be a finite number", path);
+    }
+    out = static_cast<Float>(d);
     return true;
   }
   bool pair_in(const nlohmann::ordered_json& v, const std::string& path, Float& a, Float& b) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -54,6 +55,9 @@ inline exact_decimal to_exact_decimal(std::string_view s) {
 /// Returns true when step <= end - start.
 template <class Float>
 bool step_fits_range(Float start, Float end, Float step) {
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
+    return toolkit_double(step) <= toolkit_double(end) - toolkit_double(start);
+  }
   auto a = to_exact_decimal(shortest_repr(start));
   auto b = to_exact_decimal(shortest_repr(end));
   auto c = to_exact_decimal(shortest_repr(step));
@@ -275,7 +279,7 @@ class config_checker {
     open_unit(a.warm_start, "warm_start");
     const double start = num(a.beta_range_start, defaults::beta_range_start);
     const double end = num(a.beta_range_end, defaults::beta_range_end);
-    if (!(start > end && end > 0.0)) {
+    if (!(start > end && end > 0.0) || !std::isfinite(start)) {
       const auto where = a.beta_range_end.has_value()     ? a.beta_range_end.where
                          : a.beta_range_start.has_value() ? a.beta_range_start.where
                                                           : a.where;
@@ -303,10 +307,11 @@ class config_checker {
     const double end = num(q.search_range_end, defaults::search_range_end);
     const double step = num(q.search_step, defaults::search_step);
     bool range_ok = true;
-    if (!(start > 0.0)) {
+    if (!(start > 0.0) || !std::isfinite(start) || !std::isfinite(end)) {
       range_ok = false;
       error(diag_code::search_range_invalid,
-            "search_range_start " + fmt_value(start) + " must be greater than 0",
+            "search range [" + fmt_value(start) + ", " + fmt_value(end) +
+                "] is invalid; both ends must be finite and the start greater than 0",
             q.search_range_start.has_value() ? q.search_range_start.where : q.where);
     } else if (!(start < end)) {
       range_ok = false;
@@ -318,9 +323,10 @@ class config_checker {
                                                : q.where);
     }
     const auto step_where = q.search_step.has_value() ? q.search_step.where : q.where;
-    if (!(step > 0.0)) {
+    if (!(step > 0.0) || !std::isfinite(step)) {
       error(diag_code::search_step_invalid,
-            "search_step " + fmt_value(step) + " must be greater than 0", step_where);
+            "search_step " + fmt_value(step) + " must be a finite number greater than 0",
+            step_where);
     } else if (range_ok &&
                !step_fits_range(static_cast<Float>(q.search_range_start.value_or(Float(0.7f))),
                                 static_cast<Float>(q.search_range_end.value_or(Float(1.3f))),
