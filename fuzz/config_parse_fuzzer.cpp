@@ -7,7 +7,8 @@
 //                                   compares text, so NaN values cannot break it)
 //   3. parse(text, tight limits) ok => parse(text) ok with an equal config  (limits only reject)
 //   4. resolve(config, layers) ok => the toolkit JSON of the result reads back, equal
-//   5. every failed result carries at least one error, and every diagnostic renders
+//   5. every failed result carries at least one error, every diagnostic renders, and every
+//      known position lies inside the text (an existing line, at most one past its end)
 //
 // The raw input is also fed to the detailed-JSON reader and the layer-list reader.
 // Build: clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude ...
@@ -35,11 +36,26 @@ bool has_non_finite(std::string_view json) {
          json.find("NaN") != std::string_view::npos;
 }
 
+/// A known position must name an existing line and a column at most one past its end.
+void check_position(const ptq::diagnostic& d, std::string_view text) {
+  if (!d.where.known()) return;
+  std::size_t begin = 0;
+  for (std::uint32_t line = 1; line < d.where.begin.line; ++line) {
+    const auto nl = text.find('\n', begin);
+    if (nl == std::string_view::npos) invariant_failed();
+    begin = nl + 1;
+  }
+  auto end = text.find('\n', begin);
+  if (end == std::string_view::npos) end = text.size();
+  if (d.where.begin.column == 0 || d.where.begin.column > end - begin + 1) invariant_failed();
+}
+
 template <class T>
 void check_result(const ptq::result<T>& r, std::string_view text) {
   bool has_error = false;
   for (const auto& d : r.diagnostics()) {
     has_error = has_error || ptq::is_error(d);
+    check_position(d, text);
     const std::string rendered = ptq::format_diagnostic(d, text, "fuzz.cfg");
     if (rendered.empty()) invariant_failed();
   }
