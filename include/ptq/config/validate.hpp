@@ -75,6 +75,10 @@ bool step_fits_range(Float start, Float end, Float step) {
 }
 
 inline std::string fmt_value(double v) {
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v))
+    return "nan";
   return python_repr(v);
 }
 
@@ -312,7 +316,9 @@ class config_checker {
       error(diag_code::search_range_invalid,
             "search range [" + fmt_value(start) + ", " + fmt_value(end) +
                 "] is invalid; both ends must be finite and the start greater than 0",
-            q.search_range_start.has_value() ? q.search_range_start.where : q.where);
+            !std::isfinite(end) && q.search_range_end.has_value() ? q.search_range_end.where
+            : q.search_range_start.has_value()                    ? q.search_range_start.where
+                                                                  : q.where);
     } else if (!(start < end)) {
       range_ok = false;
       error(diag_code::search_range_invalid,
