@@ -8,11 +8,9 @@
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/hfmg.hpp"
 #include "ptq/algorithms/ifmr.hpp"
+#include "ptq/core/algorithm_kind.hpp"
 
 namespace ptq {
-
-enum class activation_algo { ifmr, hfmg };
-enum class weight_algo { arq, ada };
 
 /// Runtime description of an activation calibration.
 struct activation_settings {

@@ -14,6 +14,7 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
+#include "ptq/core/algorithm_kind.hpp"
 #include "ptq/detail/float_format.hpp"
 
 namespace ptq {
@@ -26,16 +27,6 @@ struct layer_info {
   std::optional<std::uint32_t> in_channels;  ///< INT4 weights need an even Cin (unknown: even)
   std::uint32_t groups = 1;                  ///< INT4 weights need groups == 1
 };
-
-enum class activation_algo : std::uint8_t { ifmr, hfmg };
-enum class weight_algo : std::uint8_t { arq, ada };
-
-[[nodiscard]] constexpr std::string_view to_string(activation_algo a) noexcept {
-  return a == activation_algo::ifmr ? "ifmr" : "hfmg";
-}
-[[nodiscard]] constexpr std::string_view to_string(weight_algo a) noexcept {
-  return a == weight_algo::arq ? "arq_quantize" : "ada_quantize";
-}
 
 /// `activation_quant_params` of one layer. IFMR fields are meaningful for IFMR only,
 /// `num_of_bins` for HFMG only.
