@@ -81,12 +81,15 @@ enum class diag_code : std::uint16_t {
   record_unknown_layer = 703,
   record_duplicate_key = 704,
   record_missing_field = 705,
+  // 8xx: calibration sessions
+  session_layer_invalid = 801,
   // 6xx: warnings
   string_spans_lines = 601,
   field_repeated = 602,
   oneof_replaced = 603,
   legacy_blocks_ignored = 604,
   degraded_setting = 605,
+  fusion_skipped = 606,
 };
 
 enum class severity : std::uint8_t { error, warning };

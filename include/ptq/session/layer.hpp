@@ -1,0 +1,84 @@
+// How an inference engine describes its quantizable layers to a calibration session: type,
+// weights (xtensor, native PyTorch layout), conv attributes, a following BatchNorm and the
+// following activation. Depends on the config layer's layer types and xtensor.
+#pragma once
+
+#include <xtensor/xarray.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ptq/algorithms/conv_bn_fusion.hpp"
+#include "ptq/config/layer_types.hpp"
+
+namespace ptq {
+
+/// Convolution attributes (PyTorch names; empty vectors mean stride 1, padding 0, dilation 1).
+struct conv_attributes {
+  std::vector<std::size_t> stride;
+  std::vector<std::size_t> padding;
+  std::vector<std::size_t> dilation;
+  std::size_t groups = 1;
+  std::string padding_mode = "zeros";  ///< the toolkit quantizes only "zeros"
+};
+
+/// The activation that follows a layer (needed by AdaRound; PyTorch module names).
+enum class activation_kind : std::uint8_t {
+  none,
+  relu,
+  relu6,
+  sigmoid,
+  tanh,
+  leaky_relu,
+  prelu,
+  gelu,
+  rrelu,
+};
+
+struct activation_desc {
+  activation_kind kind = activation_kind::none;
+  float negative_slope = 0.01f;     ///< LeakyReLU
+  std::vector<float> prelu_weight;  ///< PReLU (1 or C values)
+  bool gelu_tanh = false;           ///< GELU(approximate="tanh")
+  float rrelu_lower = 1.0f / 8.0f;  ///< RReLU, eval form: slope (lower + upper) / 2
+  float rrelu_upper = 1.0f / 3.0f;
+};
+
+/// One quantizable layer of the caller's model.
+struct layer_desc {
+  std::string name;
+  layer_type type = layer_type::conv2d;
+  xt::xarray<float> weight;               ///< native layout; unused for AvgPool2d
+  std::optional<xt::xarray<float>> bias;  ///< [Cout]
+  conv_attributes conv;
+  std::optional<batch_norm_params> batch_norm;  ///< an eval-mode BN that consumes this layer
+  activation_desc activation;
+};
+
+/// Input channels of a layer from its weight (0 for AvgPool2d or a malformed weight).
+[[nodiscard]] inline std::size_t layer_input_channels(const layer_desc& l) {
+  const auto& s = l.weight.shape();
+  if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
+    return 0;
+  if (l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d)
+    return s[0];
+  if (l.type == layer_type::linear)
+    return s[1];
+  return s[1] * l.conv.groups;
+}
+
+/// Output channels of a layer from its weight (0 for AvgPool2d).
+[[nodiscard]] inline std::size_t layer_output_channels(const layer_desc& l) {
+  const auto& s = l.weight.shape();
+  if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
+    return 0;
+  if (l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d) {
+    return s[1] * l.conv.groups;
+  }
+  return s[0];
+}
+
+}  // namespace ptq
