@@ -53,7 +53,7 @@ inline float apply_scalar(const activation& a, float x, std::size_t channel) {
 }
 
 /// Applies `a` in place; channel axis 1.
-inline void apply(const activation& a, tensor& x) {
+inline void apply_activation(const activation& a, tensor& x) {
   if (a.kind.empty())
     return;
   const std::size_t n = x.shape()[0];
