@@ -1,0 +1,200 @@
+// The record as JSON: {"<layer>": {"scale_d": ..., "offset_d": ..., "scale_w": [...], ...}}, in
+// the record's order, with the same fields and checks as the proto-text form. Adds nlohmann_json.
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ptq/session/record.hpp"
+
+namespace ptq {
+
+inline void to_json(nlohmann::ordered_json& j, const layer_record& r) {
+  j = nlohmann::ordered_json::object();
+  auto f = [](float v) { return nlohmann::ordered_json(detail::toolkit_double(v)); };
+  if (r.scale_d)
+    j["scale_d"] = f(*r.scale_d);
+  if (r.offset_d)
+    j["offset_d"] = *r.offset_d;
+  if (!r.scale_w.empty() || !r.offset_w.empty()) {
+    auto& s = j["scale_w"];
+    s = nlohmann::ordered_json::array();
+    for (const float v : r.scale_w)
+      s.push_back(f(v));
+    j["offset_w"] = r.offset_w;
+  }
+  if (!r.shift_bit.empty())
+    j["shift_bit"] = r.shift_bit;
+  if (!r.tensor_balance_factor.empty()) {
+    auto& t = j["tensor_balance_factor"];
+    t = nlohmann::ordered_json::array();
+    for (const float v : r.tensor_balance_factor)
+      t.push_back(f(v));
+  }
+  if (r.skip_fusion)
+    j["skip_fusion"] = *r.skip_fusion;
+  if (r.dst_type)
+    j["dst_type"] = *r.dst_type;
+  if (r.act_type)
+    j["act_type"] = *r.act_type;
+  if (r.wts_type)
+    j["wts_type"] = *r.wts_type;
+  if (r.fakequant_precision_mode)
+    j["fakequant_precision_mode"] = *r.fakequant_precision_mode;
+}
+
+inline void to_json(nlohmann::ordered_json& j, const record_file& rec) {
+  j = nlohmann::ordered_json::object();
+  for (const auto& e : rec.records)
+    j[e.key] = e.value;
+}
+
+namespace detail {
+
+inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
+                             std::string& error) {
+  if (!j.is_object()) {
+    error = "a record must be a JSON object keyed by layer name";
+    return false;
+  }
+  auto number = [&](const nlohmann::ordered_json& v, const std::string& at, float& dst) {
+    if (!v.is_number() || v.is_boolean()) {
+      error = at + " must be a number";
+      return false;
+    }
+    dst = static_cast<float>(v.get<double>());
+    return true;
+  };
+  auto integer = [&](const nlohmann::ordered_json& v, const std::string& at, long long lo,
+                     long long hi, long long& dst) {
+    if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi) {
+      error =
+          at + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      return false;
+    }
+    dst = v.get<long long>();
+    return true;
+  };
+  auto text = [&](const nlohmann::ordered_json& v, const std::string& at,
+                  std::optional<std::string>& dst) {
+    if (!v.is_string()) {
+      error = at + " must be a string";
+      return false;
+    }
+    dst = v.get<std::string>();
+    return true;
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (!v.is_object()) {
+      error = "'" + key + "' must be an object";
+      return false;
+    }
+    record_entry e;
+    e.key = key;
+    auto& r = e.value;
+    for (const auto& [field, x] : v.items()) {
+      const std::string at = "'" + key + "." + field + "'";
+      long long n = 0;
+      if (field == "scale_d") {
+        float s = 0;
+        if (!number(x, at, s))
+          return false;
+        r.scale_d = s;
+      } else if (field == "offset_d") {
+        if (!integer(x, at, INT32_MIN, INT32_MAX, n))
+          return false;
+        r.offset_d = static_cast<std::int32_t>(n);
+      } else if (field == "scale_w" || field == "tensor_balance_factor" || field == "offset_w" ||
+                 field == "shift_bit") {
+        if (!x.is_array()) {
+          error = at + " must be a list";
+          return false;
+        }
+        for (const auto& item : x) {
+          float s = 0;
+          if (field == "scale_w" || field == "tensor_balance_factor") {
+            if (!number(item, at, s))
+              return false;
+            (field == "scale_w" ? r.scale_w : r.tensor_balance_factor).push_back(s);
+          } else if (field == "offset_w") {
+            if (!integer(item, at, INT32_MIN, INT32_MAX, n))
+              return false;
+            r.offset_w.push_back(static_cast<std::int32_t>(n));
+          } else {
+            if (!integer(item, at, 0, UINT32_MAX, n))
+              return false;
+            r.shift_bit.push_back(static_cast<std::uint32_t>(n));
+          }
+        }
+      } else if (field == "skip_fusion") {
+        if (!x.is_boolean()) {
+          error = at + " must be true or false";
+          return false;
+        }
+        r.skip_fusion = x.get<bool>();
+      } else if (field == "dst_type") {
+        if (!text(x, at, r.dst_type))
+          return false;
+      } else if (field == "act_type") {
+        if (!text(x, at, r.act_type))
+          return false;
+      } else if (field == "wts_type") {
+        if (!text(x, at, r.wts_type))
+          return false;
+      } else if (field == "fakequant_precision_mode") {
+        if (!text(x, at, r.fakequant_precision_mode))
+          return false;
+      } else {
+        error = at + " is not a record field";
+        return false;
+      }
+    }
+    out.records.push_back(std::move(e));
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// Reads the JSON form and applies the record checks (`validate_record`). Never throws.
+[[nodiscard]] inline result<record_file> try_read_record_json(
+    std::string_view text, const std::vector<record_layer_shape>* layers = nullptr) {
+  const auto j = nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, false);
+  std::string error;
+  record_file rec;
+  if (j.is_discarded())
+    error = "the record is not valid JSON";
+  if (error.empty())
+    detail::record_from_json(j, rec, error);
+  if (!error.empty()) {
+    return result<record_file>(
+        std::vector<diagnostic>{{diag_code::record_value_invalid, severity::error, error, {}, {}}});
+  }
+  std::vector<diagnostic> diags;
+  validate_record(rec, layers, {}, diags);
+  if (std::any_of(diags.begin(), diags.end(), is_error))
+    return result<record_file>(std::move(diags));
+  return result<record_file>(std::move(rec), std::move(diags));
+}
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+/// nlohmann `from_json`; throws `std::invalid_argument` when the record breaks the rules.
+inline void from_json(const nlohmann::ordered_json& j, record_file& rec) {
+  auto r = try_read_record_json(j.dump());
+  if (!r)
+    throw std::invalid_argument(format_diagnostics(r.diagnostics(), {}, "record"));
+  rec = std::move(r).value();
+}
+#endif
+
+}  // namespace ptq
