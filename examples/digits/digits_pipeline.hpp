@@ -8,6 +8,7 @@
 #include <xtensor/xview.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <fstream>
 #include <functional>
@@ -148,6 +149,9 @@ struct pipeline_result {
   ptq::record_file record;
   double fp32_accuracy = 0.0;
   double quant_accuracy = 0.0;
+  /// Per layer (model order): SQNR in dB of each enabled layer's quantize-dequantized input on
+  /// the test set; NaN for layers that are not quantized.
+  std::vector<double> activation_sqnr_db;
   std::vector<ptq::diagnostic> diagnostics;
   std::string error;  ///< empty on success
 };
@@ -234,12 +238,15 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
   }
   out.record = std::move(rec).value();
   // The quantized network: inputs divided by the factors, then quantize-dequantized.
+  out.activation_sqnr_db.assign(model.layers.size(), std::nan(""));
   const tensor logits = forward(model, current(), test, [&](std::size_t i, tensor& x) {
     const auto& l = s.layers()[i];
     divide_by_factors(x, l.balance_factors, l.desc.type);
     if (l.activation_params) {
+      const tensor before = x;
       fake_quantize(x, l.activation_params->scale, l.activation_params->offset,
                     l.activation_params->bits);
+      out.activation_sqnr_db[i] = ptq::sqnr_db(before.data(), x.data(), x.size());
     }
   });
   out.quant_accuracy = accuracy(logits, test_labels);

@@ -12,8 +12,10 @@
 #include <xtensor/xarray.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +31,22 @@
 #include "ptq/session/record.hpp"
 
 namespace ptq {
+
+/// Signal-to-quantization-noise ratio of `q` against `x` in dB (inf when they are equal).
+[[nodiscard]] inline double sqnr_db(const float* x, const float* q, std::size_t n) noexcept {
+  double signal = 0.0;
+  double noise = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - static_cast<double>(q[i]);
+    signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    noise += d * d;
+  }
+  if (noise == 0.0)
+    return std::numeric_limits<double>::infinity();
+  if (signal == 0.0)
+    return -std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(signal / noise);
+}
 
 /// Where a session is; reported to the progress callback.
 enum class session_phase : std::uint8_t { fusion, dmq, weights, activations, done };
@@ -56,6 +74,8 @@ struct session_layer {
   std::optional<activation_quant_result> activation_params;
   std::size_t batches_seen = 0;
   std::optional<activation_observer> observer;
+  /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
+  double weight_sqnr_db = 0.0;
 };
 
 [[nodiscard]] constexpr layer_op to_layer_op(layer_type t) noexcept {
@@ -459,10 +479,12 @@ class calibration_session {
                                l.desc.conv.groups);
     if (!p)
       return p.error();
+    const std::vector<float> before(l.desc.weight.begin(), l.desc.weight.end());
     if (auto st = arq_fake_quantize(l.desc.weight.data(), shape, op, l.desc.conv.groups, p.value());
         !st) {
       return st;
     }
+    l.weight_sqnr_db = sqnr_db(before.data(), l.desc.weight.data(), before.size());
     l.weight_params = std::move(p).value();
     return numeric_ok{};
   }
