@@ -151,10 +151,12 @@ const parse_case parse_cases[] = {
     {"search_range_start 0", "common_config {\n  ifmr_quantize {\n    search_range_start: 0\n  }\n}\n", diag_code::search_range_invalid, {3, 25}},
     {"start above end", "common_config {\n  ifmr_quantize {\n    search_range_start: 1.3\n    search_range_end: 0.7\n  }\n}\n", diag_code::search_range_invalid, {4, 23}},
     {"start above the default end", "common_config {\n  ifmr_quantize {\n    search_range_start: 1.5\n  }\n}\n", diag_code::search_range_invalid, {3, 25}},
+    {"infinite end (fuzzer finding)", "common_config { ifmr_quantize { search_range_end: inf search_step: 1e10 } }", diag_code::search_range_invalid, {1, 51}},
     // ---- 303 search_step_invalid ------------------------------------------------------------
     {"search_step 0", "common_config {\n  ifmr_quantize {\n    search_step: 0\n  }\n}\n", diag_code::search_step_invalid, {3, 18}},
     {"step wider than the range", "common_config {\n  ifmr_quantize {\n    search_range_start: 0.7\n    search_range_end: 0.8\n    search_step: 0.2\n  }\n}\n", diag_code::search_step_invalid, {5, 18}},
     {"negative step", "common_config { ifmr_quantize { search_step: -0.01 } }", diag_code::search_step_invalid, {1, 46}},
+    {"infinite step", "common_config { ifmr_quantize { search_step: inf } }", diag_code::search_step_invalid, {1, 46}},
     // ---- 304 num_of_bins_invalid ------------------------------------------------------------
     {"num_of_bins 1000", "common_config { hfmg_quantize { num_of_bins: 1000 } }", diag_code::num_of_bins_invalid, {1, 46}},
     {"num_of_bins 0 in an override", "override_layer_types {\n  layer_type: \"Linear\"\n  calibration_config { hfmg_quantize { num_of_bins: 0 } }\n}\n", diag_code::num_of_bins_invalid, {3, 53}},
@@ -168,6 +170,7 @@ const parse_case parse_cases[] = {
     {"beta start below end", "common_config {\n  ada_quantize {\n    beta_range_start: 2\n    beta_range_end: 5\n  }\n}\n", diag_code::beta_range_invalid, {4, 21}},
     {"beta end 0", "common_config {\n  ada_quantize {\n    beta_range_end: 0\n  }\n}\n", diag_code::beta_range_invalid, {3, 21}},
     {"beta start below the default end", "common_config {\n  ada_quantize {\n    beta_range_start: 1\n  }\n}\n", diag_code::beta_range_invalid, {3, 23}},
+    {"infinite beta start (fuzzer finding)", "common_config { ada_quantize { beta_range_start: inf } }", diag_code::beta_range_invalid, {1, 50}},
     // ---- 308 quant_bits_invalid -------------------------------------------------------------
     {"quant_bits 5", "common_config {\n  arq_quantize {\n    quant_bits: 5\n  }\n}\n", diag_code::quant_bits_invalid, {3, 17}},
     {"quant_bits 16 in an override", "override_layer_configs {\n  layer_name: \"fc\"\n  calibration_config { arq_quantize { quant_bits: 16 } }\n}\n", diag_code::quant_bits_invalid, {3, 51}},
@@ -212,12 +215,8 @@ const parse_case parse_cases[] = {
 //     {"8 in an octal literal", "batch_num: 08", diag_code::bad_number, {1, 12}},
 // };
 //
-// // Valid input the value checks reject. Expected: parses (1e10 <= inf - 0.7). Gives E303 at
-// // 1:68 "search_step 10000000000.0 is larger than the search range 0.7 .. Infinity":
-// // detail::to_exact_decimal("inf") reads the letters as digits (mantissa 6374), so
-// // step_fits_range() compares 1e10 with 6374. (inf is accepted for search_range_end and
-// // beta_range_start; see also the Infinity note in docs/errors.md, E501.)
-// //   "common_config { ifmr_quantize { search_range_end: inf search_step: 1e10 } }"
+// (Fixed in 2a4b817, now in the corpus above: `inf` for search_range_end / beta_range_start was
+// accepted, gave a spurious E303 and JSON with `Infinity` that did not read back.)
 //
 // // Malformed JSON points at the LAST byte of the offending token (nlohmann's position),
 // // not its first. Expected E501 at 3:3 (the '"' that opens "batch_num" after a missing
@@ -409,6 +408,7 @@ const json_case json_cases[] = {
     {"num_of_bins 100", R"({"conv1": {"activation_quant_params": {"act_algo": "hfmg", "num_of_bins": 100}}})", diag_code::json_value_out_of_range, {0, 0}, "must be 1024, 2048, 4096 or 8192"},
     {"IFMR and HFMG keys mixed", R"({"conv1": {"activation_quant_params": {"search_step": 0.01, "num_of_bins": 2048}}})", diag_code::json_value_out_of_range, {0, 0}, "IFMR and HFMG keys are mixed"},
     {"dmq_balancer_param 0.9", R"({"conv1": {"dmq_balancer_param": 0.9, "activation_quant_params": {}}})", diag_code::json_value_out_of_range, {0, 0}, "must be in [0.2, 0.8]"},
+    {"float32 overflow (fuzzer finding)", R"({"conv1": {"activation_quant_params": {"search_range": [0.1, 1e39]}}})", diag_code::json_value_out_of_range, {0, 0}, "must be a finite number"},
     {"act num_bits 7", R"({"conv1": {"activation_quant_params": {"num_bits": 7}}})", diag_code::json_value_out_of_range, {0, 0}, "must be 4, 8 or 16"},
     {"layer without activation_quant_params", R"({"conv1": {"quant_enable": true}})", diag_code::json_missing_key, {0, 0}, "missing activation_quant_params"},
     {"weights without channel_wise", R"({"conv1": {"activation_quant_params": {}, "weight_quant_params": {"num_bits": 8}}})", diag_code::json_missing_key, {0, 0}, "missing channel_wise"},
