@@ -1,0 +1,136 @@
+// `ptq calibrate`, run as a user would.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "ptq/config/api.hpp"
+#include "ptq/io/safetensors.hpp"
+#include "ptq/session/record.hpp"
+
+#ifdef PTQ_CLI_PATH
+namespace {
+
+struct run_result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+run_result run(const std::string& args) {
+  const std::string err_file = "ptq_calibrate_test_stderr.txt";
+  const std::string cmd = std::string(PTQ_CLI_PATH) + " " + args + " 2>" + err_file;
+  run_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  (void)ptq::read_text_file(err_file, r.err);
+  std::remove(err_file.c_str());
+  return r;
+}
+
+const std::string ex = PTQ_EXAMPLES_DIR;
+const std::string files = " --model " + ex + "/digits/manifest.json --weights " + ex +
+                          "/digits/model.safetensors --batches " + ex +
+                          "/digits/batch0.safetensors " + ex + "/digits/batch1.safetensors";
+
+}  // namespace
+
+TEST_CASE("ptq calibrate with no arguments: the bundled model, table and accuracy pair",
+          "[calibrate]") {
+  const auto r = run("calibrate --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("outputs go to ") != std::string::npos);
+  CHECK(r.out.find("conv1") != std::string::npos);
+  CHECK(r.out.find("accuracy on the test split: FP32 99.26 %") != std::string::npos);
+  CHECK(r.err.empty() == false);  // the bundled quant.cfg's degradation warnings
+  const auto j = run("calibrate --quiet --json");
+  REQUIRE(j.code == 0);
+  CHECK(j.out.find("\"fp32_accuracy\": 0.9925925925925926") != std::string::npos);
+  CHECK(j.out.find("\"activation_sqnr_db\"") != std::string::npos);
+}
+
+TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
+  const auto r = run("calibrate " + ex + "/configs/dmq_balancer.cfg" + files +
+                     " --record cal_record.txt --quant-config cal_config.json "
+                     "--fake-quant-weights cal_weights.safetensors --threads 2");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("ptq calibrate: dmq 1/3 conv1") != std::string::npos);  // plain progress
+  std::string text;
+  REQUIRE(ptq::read_text_file("cal_record.txt", text));
+  const std::vector<ptq::record_layer_shape> shapes{
+      {"conv1", 16, 1}, {"conv2", 32, 16}, {"pool", 0, 0}, {"fc", 10, 512}};
+  const auto rec = ptq::try_parse_record(text, &shapes);
+  INFO(text.substr(0, 400));
+  REQUIRE(rec.ok());
+  CHECK(rec.value().records.size() == 3);  // pool is skipped by the config
+  CHECK(rec.value().find("fc")->tensor_balance_factor.size() == 512);
+  REQUIRE(ptq::read_text_file("cal_config.json", text));
+  CHECK(text.rfind("{\n    \"version\":1,\n    \"batch_num\":2,", 0) == 0);
+  ptq::io::safetensors_file w;
+  std::string err;
+  REQUIRE(ptq::io::read_safetensors("cal_weights.safetensors", w, err));
+  CHECK(w.find("conv1.weight"));
+  CHECK(w.find("conv1.bias"));
+  CHECK_FALSE(w.find("bn1.weight"));  // fused away
+  CHECK_FALSE(w.find("bn1.running_var"));
+  CHECK(w.find("fc.weight"));
+  // Same inputs, another thread count: the same record, byte for byte.
+  REQUIRE(run("calibrate " + ex + "/configs/dmq_balancer.cfg" + files +
+              " --record cal_record2.txt --threads 1 --quiet")
+              .code == 0);
+  std::string again;
+  REQUIRE(ptq::read_text_file("cal_record2.txt", again));
+  REQUIRE(ptq::read_text_file("cal_record.txt", text));
+  CHECK(again == text);
+  for (const char* f :
+       {"cal_record.txt", "cal_record2.txt", "cal_config.json", "cal_weights.safetensors"}) {
+    std::remove(f);
+  }
+}
+
+TEST_CASE("ptq calibrate errors", "[calibrate]") {
+  auto r = run("calibrate " + ex + "/configs/quant.cfg --model " + ex + "/digits/manifest.json");
+  CHECK(r.code == 2);
+  r = run("calibrate --model x.json");
+  CHECK(r.code == 2);
+  {
+    std::ofstream bad("bad.safetensors", std::ios::binary);
+    bad << "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":1}";
+  }
+  r = run("calibrate " + ex + "/configs/quant.cfg --model " + ex +
+          "/digits/manifest.json --weights bad.safetensors --batches bad.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("bad.safetensors") != std::string::npos);
+  std::remove("bad.safetensors");
+  {
+    std::ofstream m("bad_manifest.json");
+    m << R"({"layers":[{"name":"conv1","type":"Conv2d","weight":"nope.weight"}]})";
+  }
+  r = run("calibrate " + ex + "/configs/quant_hfmg.cfg --model bad_manifest.json --weights " + ex +
+          "/digits/model.safetensors --batches " + ex + "/digits/batch0.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("'nope.weight' is not in the file") != std::string::npos);
+  std::remove("bad_manifest.json");
+  r = run("calibrate " + ex + "/configs/quant_hfmg.cfg --model " + ex +
+          "/digits/manifest.json --weights " + ex + "/digits/model.safetensors --batches " + ex +
+          "/digits/batch0.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("batch_num is 2 but only 1 batch file") != std::string::npos);
+  r = run("calibrate " + ex + "/configs/quant_hfmg.cfg --model " + ex +
+          "/digits/manifest.json --weights " + ex + "/digits/model.safetensors --batches " + ex +
+          "/digits/model.safetensors " + ex + "/digits/model.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("each batch file holds every quantizable layer's input") != std::string::npos);
+}
+#endif

@@ -1,0 +1,80 @@
+// The bundled digits model calibrated through the session as an engine would drive it.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "digits_pipeline.hpp"
+#include "ptq/config.hpp"
+
+namespace {
+
+const digits::digits_data& data() {
+  static const digits::digits_data d = [] {
+    digits::digits_data out;
+    std::string err;
+    if (!digits::load_digits(std::string(PTQ_EXAMPLES_DIR) + "/digits", out, err))
+      FAIL(err);
+    return out;
+  }();
+  return d;
+}
+
+digits::pipeline_result run(const std::string& config_file, unsigned threads = 1) {
+  std::string text;
+  REQUIRE(ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file, text));
+  const auto c = ptq::try_parse_config(text);
+  REQUIRE(c.ok());
+  ptq::session_options opt;
+  opt.threads = threads;
+  auto r = digits::calibrate_and_evaluate(c.value(), data().model, data().calib, data().test,
+                                          data().test_labels, 32, opt);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the bundled model loads and its FP32 accuracy is the trained one", "[digits]") {
+  const auto& d = data();
+  CHECK(d.model.layers.size() == 4);
+  CHECK(d.test.shape()[0] == 540);
+  CHECK(d.calib.shape()[0] == 64);
+  const auto r = run("quant_hfmg.cfg");
+  CHECK(r.fp32_accuracy == Approx(0.9925925926).margin(1e-9));  // 536 of 540, as trained
+}
+
+TEST_CASE("quantized accuracy within 1 point of FP32; the record reads back equal", "[digits]") {
+  for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
+    INFO(cfg);
+    const auto r = run(cfg);
+    CHECK(r.quant_accuracy >= r.fp32_accuracy - 0.01);
+    const auto text = ptq::write_record(r.record);
+    const auto back = ptq::try_parse_record(text);
+    REQUIRE(back.ok());
+    CHECK(back.value() == r.record);
+    CHECK_FALSE(r.record.records.empty());
+  }
+}
+
+TEST_CASE("the DMQ config records balance factors; the IFMR one does not", "[digits]") {
+  const auto dmq = run("dmq_balancer.cfg");
+  REQUIRE(dmq.record.find("conv2"));
+  CHECK(dmq.record.find("conv2")->tensor_balance_factor.size() == 16);
+  CHECK(dmq.record.find("fc")->tensor_balance_factor.size() == 512);
+  CHECK_FALSE(dmq.record.find("pool"));  // skipped by skip_layers
+  const auto ifmr = run("quant.cfg");
+  CHECK(ifmr.record.find("conv2")->tensor_balance_factor.size() == 16);  // quant.cfg has DMQ too
+  const auto hfmg = run("quant_hfmg.cfg");
+  CHECK(hfmg.record.find("conv2")->tensor_balance_factor.empty());
+  CHECK(*hfmg.record.find("pool")->act_type == "INT8");
+  CHECK(hfmg.record.find("pool")->scale_w == std::vector<float>{1.0f});
+}
+
+TEST_CASE("results are identical for every thread count", "[digits]") {
+  for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg"}) {
+    INFO(cfg);
+    CHECK(run(cfg, 1).record == run(cfg, 2).record);
+    CHECK(run(cfg, 1).record == run(cfg, 1).record);
+  }
+}

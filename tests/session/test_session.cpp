@@ -1,0 +1,238 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ptq/config.hpp"
+#include "ptq/session/session.hpp"
+
+namespace {
+
+ptq::amct_config cfg(const std::string& text) {
+  auto r = ptq::try_parse_config(text);
+  INFO(ptq::format_diagnostics(r.diagnostics(), text, "cfg"));
+  REQUIRE(r.ok());
+  return r.value();
+}
+
+// conv [4, 2, 3, 3] with a BN, then a Linear [3, 8].
+std::vector<ptq::layer_desc> two_layers(bool with_bn = true) {
+  ptq::layer_desc conv;
+  conv.name = "conv";
+  conv.type = ptq::layer_type::conv2d;
+  conv.weight = xt::xarray<float>::from_shape({4, 2, 3, 3});
+  for (std::size_t i = 0; i < conv.weight.size(); ++i) {
+    conv.weight.data()[i] = std::sin(static_cast<float>(i) * 0.37f);
+  }
+  conv.bias = xt::xarray<float>{0.1f, -0.2f, 0.3f, 0.0f};
+  if (with_bn) {
+    conv.batch_norm = ptq::batch_norm_params{{1.5f, 0.5f, 2.0f, 1.0f},
+                                             {0.0f, 0.1f, -0.1f, 0.2f},
+                                             {0.05f, -0.05f, 0.0f, 0.1f},
+                                             {1.0f, 4.0f, 0.25f, 3.0f},
+                                             1e-5f};
+  }
+  ptq::layer_desc fc;
+  fc.name = "fc";
+  fc.type = ptq::layer_type::linear;
+  fc.weight = xt::xarray<float>::from_shape({3, 8});
+  for (std::size_t i = 0; i < fc.weight.size(); ++i) {
+    fc.weight.data()[i] = std::cos(static_cast<float>(i) * 0.71f);
+  }
+  return {conv, fc};
+}
+
+xt::xarray<float> input(std::vector<std::size_t> shape, float phase) {
+  xt::xarray<float> x = xt::xarray<float>::from_shape(shape);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x.data()[i] = std::sin(static_cast<float>(i) * 0.13f + phase) * 2.0f;
+  }
+  return x;
+}
+
+ptq::calibration_session make(const std::string& text, std::vector<ptq::layer_desc> layers) {
+  auto s = ptq::calibration_session::create(cfg(text), std::move(layers));
+  INFO(ptq::format_diagnostics(s.diagnostics(), text, "cfg"));
+  REQUIRE(s.ok());
+  return std::move(s).value();
+}
+
+}  // namespace
+
+TEST_CASE("fusion folds the BatchNorm into weight and bias", "[session]") {
+  const auto layers = two_layers();
+  auto s = make("", layers);
+  const auto& conv = s.layers()[0];
+  CHECK(conv.fused);
+  CHECK_FALSE(conv.desc.batch_norm);
+  const float r1 = 1.0f / std::sqrt(4.0f + 1e-5f);
+  CHECK(conv.desc.weight(1, 0, 0, 1) == layers[0].weight(1, 0, 0, 1) * (0.5f * r1));
+  CHECK((*conv.desc.bias)(1) == (-0.2f - -0.05f) * r1 * 0.5f + 0.1f);
+  auto skip = make("skip_fusion_layers: \"conv\"", layers);
+  CHECK_FALSE(skip.layers()[0].fused);
+  CHECK(skip.layers()[0].desc.batch_norm);
+  auto off = make("do_fusion: false", layers);
+  CHECK_FALSE(off.layers()[0].fused);
+}
+
+TEST_CASE("a fusion that would not be finite is skipped with a warning", "[session]") {
+  auto layers = two_layers();
+  layers[0].batch_norm->running_var[2] = 0.0f;
+  layers[0].batch_norm->eps = 0.0f;
+  auto r = ptq::calibration_session::create(cfg(""), layers);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.value().layers()[0].fused);
+  REQUIRE(r.diagnostics().size() == 1);
+  CHECK(r.diagnostics()[0].code == ptq::diag_code::fusion_skipped);
+}
+
+TEST_CASE("the phases in order give the same numbers as the policies called directly",
+          "[session]") {
+  auto s = make("batch_num: 2", two_layers(false));
+  CHECK(s.phase() == ptq::session_phase::dmq);
+  REQUIRE(s.quantize_weights().ok());
+  CHECK(s.phase() == ptq::session_phase::activations);
+  // ARQ per channel on the conv, per tensor on the Linear.
+  const auto direct = ptq::arq::calibrate(ptq::as_tensor_ref(two_layers(false)[0].weight),
+                                          ptq::layer_op::conv2d, 1, {8, true});
+  REQUIRE(direct.ok());
+  CHECK(s.layers()[0].weight_params->scale == direct.value().scale);
+  CHECK(s.layers()[1].weight_params->scale.size() == 1);
+  CHECK(s.layers()[0].weight_sqnr_db > 30.0);
+  // Two batches per layer; IFMR over both, compared with the observer itself.
+  ptq::activation_observer ref(ptq::activation_settings{});
+  for (int b = 0; b < 2; ++b) {
+    const auto x = input({2, 2, 5, 5}, static_cast<float>(b));
+    REQUIRE(s.feed("conv", ptq::as_tensor_ref(x)).ok());
+    REQUIRE(ref.observe(x).ok());
+    REQUIRE(s.feed("fc", ptq::as_tensor_ref(input({2, 8}, static_cast<float>(b)))).ok());
+  }
+  CHECK(s.phase() == ptq::session_phase::done);
+  const auto want = ref.finalize();
+  REQUIRE(want.ok());
+  const auto rec = s.record();
+  REQUIRE(rec.ok());
+  const auto* conv = rec.value().find("conv");
+  REQUIRE(conv);
+  CHECK(*conv->scale_d == want.value().scale);
+  CHECK(*conv->offset_d == want.value().offset);
+  CHECK(conv->scale_w.size() == 4);
+  CHECK(conv->offset_w == std::vector<std::int32_t>(4, 0));
+  CHECK(*conv->act_type == "INT8");
+  CHECK(*conv->wts_type == "INT8");
+  CHECK_FALSE(conv->fakequant_precision_mode);
+}
+
+TEST_CASE("feeding errors are clear", "[session]") {
+  auto s = make("batch_num: 1 skip_layers: \"fc\"", two_layers());
+  const auto x = input({1, 2, 4, 4}, 0);
+  auto st = s.feed("conv", ptq::as_tensor_ref(x));  // before the weights are quantized
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("phase") != std::string::npos);
+  REQUIRE(s.quantize_weights().ok());
+  CHECK_FALSE(s.quantize_weights().ok());
+  st = s.feed("nope", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("no layer named 'nope'") != std::string::npos);
+  st = s.feed("fc", ptq::as_tensor_ref(input({1, 8}, 0)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("skipped") != std::string::npos);
+  st = s.feed("conv", ptq::as_tensor_ref(input({1, 3, 4, 4}, 0)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("3 input channels") != std::string::npos);
+  auto rec = s.record();
+  REQUIRE_FALSE(rec.ok());
+  CHECK(rec.error().message.find("'conv'") != std::string::npos);
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(x)).ok());
+  st = s.feed("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("batch_num") != std::string::npos);
+  CHECK(s.record().ok());
+}
+
+TEST_CASE("NaN input is an error naming the layer", "[session]") {
+  auto s = make("", two_layers());
+  REQUIRE(s.quantize_weights().ok());
+  auto x = input({1, 2, 4, 4}, 0);
+  x(0, 1, 2, 3) = std::nanf("");
+  const auto st = s.feed("conv", ptq::as_tensor_ref(x, "conv input"));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::numeric_errc::non_finite);
+  CHECK(st.error().message.find("conv input") != std::string::npos);
+}
+
+TEST_CASE("DMQ: factors from the first input, weights times s, inputs divided by s", "[session]") {
+  auto s = make("common_config { dmq_balancer { migration_strength: 0.5 } }", two_layers(false));
+  CHECK(s.dmq_layers() == std::vector<std::string>{"conv", "fc"});
+  CHECK_FALSE(s.quantize_weights().ok());  // the DMQ inputs are missing
+  const auto xc = input({2, 2, 5, 5}, 0.5f);
+  const auto xf = input({2, 8}, 0.25f);
+  REQUIRE(s.feed_dmq("conv", ptq::as_tensor_ref(xc)).ok());
+  CHECK_FALSE(s.feed_dmq("conv", ptq::as_tensor_ref(xc)).ok());  // once only
+  REQUIRE(s.feed_dmq("fc", ptq::as_tensor_ref(xf)).ok());
+  const auto layers = two_layers(false);
+  const auto want = ptq::dmq_factors(ptq::as_tensor_ref(xc), ptq::as_tensor_ref(layers[0].weight),
+                                     ptq::layer_op::conv2d, 1, {0.5f});
+  REQUIRE(want.ok());
+  CHECK(s.layers()[0].balance_factors == want.value());
+  REQUIRE(s.quantize_weights().ok());
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(xc)).ok());
+  REQUIRE(s.feed("fc", ptq::as_tensor_ref(xf)).ok());
+  // The observed data is the input divided by the factors.
+  xt::xarray<float> divided = xc;
+  REQUIRE(ptq::dmq_apply_to_activation(divided.data(), {2, 2, 5, 5}, ptq::layer_op::conv2d,
+                                       want.value())
+              .ok());
+  ptq::activation_observer ref(ptq::activation_settings{});
+  REQUIRE(ref.observe(divided).ok());
+  const auto rec = s.record();
+  REQUIRE(rec.ok());
+  CHECK(*rec.value().find("conv")->scale_d == ref.finalize().value().scale);
+  CHECK(rec.value().find("conv")->tensor_balance_factor == want.value());
+}
+
+TEST_CASE("FORCE_FP16_QUANT rounds scale_d and is recorded", "[session]") {
+  auto s = make("fakequant_precision_mode: FORCE_FP16_QUANT", two_layers());
+  REQUIRE(s.quantize_weights().ok());
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(input({1, 2, 4, 4}, 0))).ok());
+  REQUIRE(s.feed("fc", ptq::as_tensor_ref(input({1, 8}, 0))).ok());
+  const auto rec = s.record();
+  REQUIRE(rec.ok());
+  const float sd = *rec.value().find("conv")->scale_d;
+  CHECK(sd == ptq::fp16_scale(sd));
+  CHECK(*rec.value().find("conv")->fakequant_precision_mode == "FORCE_FP16_QUANT");
+}
+
+TEST_CASE("malformed layers are rejected at creation", "[session]") {
+  auto layers = two_layers();
+  layers[1].weight = xt::xarray<float>::from_shape({3, 8, 1});
+  auto r = ptq::calibration_session::create(cfg(""), layers);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ptq::diag_code::session_layer_invalid);
+  CHECK(r.error().message.find("layer 'fc'") != std::string::npos);
+  layers = two_layers();
+  layers[0].conv.padding_mode = "reflect";
+  CHECK_FALSE(ptq::calibration_session::create(cfg(""), layers).ok());
+  const auto unresolved = ptq::calibration_session::create(cfg("skip_layers: \"x\""), two_layers());
+  REQUIRE_FALSE(unresolved.ok());
+  CHECK(unresolved.error().code == ptq::diag_code::unknown_layer);
+}
+
+TEST_CASE("progress is reported per phase", "[session]") {
+  std::vector<ptq::session_phase> seen;
+  ptq::session_options opt;
+  opt.on_progress = [&](const ptq::progress_event& e) {
+    if (seen.empty() || seen.back() != e.phase)
+      seen.push_back(e.phase);
+  };
+  auto r = ptq::calibration_session::create(cfg(""), two_layers(), opt);
+  REQUIRE(r.ok());
+  auto s = std::move(r).value();
+  REQUIRE(s.quantize_weights().ok());
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(input({1, 2, 4, 4}, 0))).ok());
+  REQUIRE(s.feed("fc", ptq::as_tensor_ref(input({1, 8}, 0))).ok());
+  CHECK(seen == std::vector<ptq::session_phase>{ptq::session_phase::fusion,
+                                                ptq::session_phase::weights,
+                                                ptq::session_phase::activations});
+}
