@@ -26,20 +26,26 @@ namespace {
 /// Inputs above this size are skipped: the interesting bugs need no more.
 constexpr std::size_t max_fuzz_input = std::size_t{64} << 10;
 
-[[noreturn]] void invariant_failed() { __builtin_trap(); }
+[[noreturn]] void invariant_failed() {
+  __builtin_trap();
+}
 
 /// A known position must name an existing line and a column at most one past its end.
 void check_position(const ptq::diagnostic& d, std::string_view text) {
-  if (!d.where.known()) return;
+  if (!d.where.known())
+    return;
   std::size_t begin = 0;
   for (std::uint32_t line = 1; line < d.where.begin.line; ++line) {
     const auto nl = text.find('\n', begin);
-    if (nl == std::string_view::npos) invariant_failed();
+    if (nl == std::string_view::npos)
+      invariant_failed();
     begin = nl + 1;
   }
   auto end = text.find('\n', begin);
-  if (end == std::string_view::npos) end = text.size();
-  if (d.where.begin.column == 0 || d.where.begin.column > end - begin + 1) invariant_failed();
+  if (end == std::string_view::npos)
+    end = text.size();
+  if (d.where.begin.column == 0 || d.where.begin.column > end - begin + 1)
+    invariant_failed();
 }
 
 template <class T>
@@ -49,10 +55,13 @@ void check_result(const ptq::result<T>& r, std::string_view text) {
     has_error = has_error || ptq::is_error(d);
     check_position(d, text);
     const std::string rendered = ptq::format_diagnostic(d, text, "fuzz.cfg");
-    if (rendered.empty()) invariant_failed();
+    if (rendered.empty())
+      invariant_failed();
   }
-  if (!r.ok() && !has_error) invariant_failed();
-  if (r.ok() && has_error) invariant_failed();
+  if (!r.ok() && !has_error)
+    invariant_failed();
+  if (r.ok() && has_error)
+    invariant_failed();
 }
 
 const std::vector<ptq::layer_info>& fuzz_layers() {
@@ -102,22 +111,28 @@ void round_trip(std::string_view text) {
   unchecked.validate = false;
   const auto raw = ptq::try_parse_config(text, unchecked);
   check_result(raw, text);
-  if (parsed.ok() && !raw.ok()) invariant_failed();
+  if (parsed.ok() && !raw.ok())
+    invariant_failed();
   if (raw.ok()) {
     const std::string once = ptq::write_config(raw.value());
     const auto again = ptq::try_parse_config(once, unchecked);
-    if (!again.ok()) invariant_failed();
-    if (ptq::write_config(again.value()) != once) invariant_failed();
+    if (!again.ok())
+      invariant_failed();
+    if (ptq::write_config(again.value()) != once)
+      invariant_failed();
   }
 
-  if (!parsed.ok()) return;
+  if (!parsed.ok())
+    return;
   const auto& config = parsed.value();
 
   // 1. write -> parse gives an equal config.
   const std::string written = ptq::write_config(config);
   const auto reparsed = ptq::try_parse_config(written);
-  if (!reparsed.ok()) invariant_failed();
-  if (!(reparsed.value() == config)) invariant_failed();
+  if (!reparsed.ok())
+    invariant_failed();
+  if (!(reparsed.value() == config))
+    invariant_failed();
 
   // 4. Resolution, and its JSON read back.
   const auto resolved = ptq::resolve_config(config, fuzz_layers());
@@ -128,15 +143,18 @@ void round_trip(std::string_view text) {
   if (resolved.ok()) {
     const std::string json = ptq::to_toolkit_json(resolved.value());
     const auto back = ptq::try_read_quant_config(json);
-    if (!back.ok()) invariant_failed();
-    if (!(back.value() == resolved.value())) invariant_failed();
+    if (!back.ok())
+      invariant_failed();
+    if (!(back.value() == resolved.value()))
+      invariant_failed();
   }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size > max_fuzz_input) return 0;
+  if (size > max_fuzz_input)
+    return 0;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
   round_trip(text);
@@ -147,7 +165,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A detailed config that reads must be written and read back unchanged.
     const std::string json = ptq::to_toolkit_json(quant.value());
     const auto back = ptq::try_read_quant_config(json);
-    if (!back.ok() || !(back.value() == quant.value())) invariant_failed();
+    if (!back.ok() || !(back.value() == quant.value()))
+      invariant_failed();
   }
 
   const auto layers = ptq::try_read_layer_list(text);

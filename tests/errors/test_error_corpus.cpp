@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <iterator>
 #include <set>
 #include <string>
 #include <string_view>
@@ -30,9 +31,13 @@ struct pos {
 std::string pos_text(ptq::source_position p) {
   return std::to_string(p.line) + ":" + std::to_string(p.column);
 }
-std::string pos_text(pos p) { return std::to_string(p.line) + ":" + std::to_string(p.col); }
+std::string pos_text(pos p) {
+  return std::to_string(p.line) + ":" + std::to_string(p.col);
+}
 
-std::string code_text(diag_code c) { return std::to_string(static_cast<unsigned>(c)); }
+std::string code_text(diag_code c) {
+  return std::to_string(static_cast<unsigned>(c));
+}
 
 // ---------------------------------------------------------------------------------------------
 // 1. Text that try_parse_config rejects (1xx lexical, 11x syntax, 2xx schema, 3xx values).
@@ -222,7 +227,8 @@ const parse_case parse_cases[] = {
 // // not its first. Expected E501 at 3:3 (the '"' that opens "batch_num" after a missing
 // // comma); gives E501 at 3:13 (its closing quote). Single-byte tokens are exact.
 // const json_case disagreeing_json_cases[] = {
-//     {"missing comma on line 3", "{\n  \"version\": 1\n  \"batch_num\": 2\n}", diag_code::json_invalid, {3, 3}, "malformed JSON"},
+//     {"missing comma on line 3", "{\n  \"version\": 1\n  \"batch_num\": 2\n}",
+//     diag_code::json_invalid, {3, 3}, "malformed JSON"},
 // };
 // PARSER-DISAGREEMENTS-END
 
@@ -473,7 +479,8 @@ std::vector<ptq::layer_info> layers_from(std::string_view json) {
 
 bool has_error(const std::vector<ptq::diagnostic>& diags) {
   for (const auto& d : diags) {
-    if (ptq::is_error(d)) return true;
+    if (ptq::is_error(d))
+      return true;
   }
   return false;
 }
@@ -610,7 +617,8 @@ TEST_CASE("error corpus: warning values", "[errors][warnings]") {
     CHECK(r.diagnostics().front().message.find("replaces the one at 1:12") != std::string::npos);
   }
   {
-    const auto r = ptq::try_parse_config("common_config {\n  hfmg_quantize { }\n  ifmr_quantize { }\n}\n");
+    const auto r =
+        ptq::try_parse_config("common_config {\n  hfmg_quantize { }\n  ifmr_quantize { }\n}\n");
     REQUIRE(r.ok());
     CHECK(r->common_config->ifmr.has_value());
     CHECK_FALSE(r->common_config->hfmg.has_value());
@@ -680,8 +688,10 @@ TEST_CASE("error corpus: record-file errors", "[errors][record]") {
 TEST_CASE("error corpus: bounded input", "[errors][limits]") {
   SECTION("nesting deeper than the default limit (64)") {
     std::string text;
-    for (int i = 0; i < 65; ++i) text += "a{";
-    for (int i = 0; i < 65; ++i) text += "}";
+    for (int i = 0; i < 65; ++i)
+      text += "a{";
+    for (int i = 0; i < 65; ++i)
+      text += "}";
     const auto r = ptq::try_parse_config(text);
     REQUIRE_FALSE(r.ok());
     CHECK(code_text(r.error().code) == code_text(diag_code::nesting_too_deep));
@@ -689,8 +699,10 @@ TEST_CASE("error corpus: bounded input", "[errors][limits]") {
   }
   SECTION("nesting at the default limit is not a depth error") {
     std::string text;
-    for (int i = 0; i < 64; ++i) text += "a{";
-    for (int i = 0; i < 64; ++i) text += "}";
+    for (int i = 0; i < 64; ++i)
+      text += "a{";
+    for (int i = 0; i < 64; ++i)
+      text += "}";
     const auto r = ptq::try_parse_config(text);
     REQUIRE_FALSE(r.ok());
     CHECK(code_text(r.error().code) == code_text(diag_code::unknown_field));  // 'a' is unknown
@@ -701,7 +713,8 @@ TEST_CASE("error corpus: bounded input", "[errors][limits]") {
     REQUIRE_FALSE(r.ok());
     CHECK(code_text(r.error().code) == code_text(diag_code::unexpected_token));
     std::string named;
-    for (int i = 0; i < 50000; ++i) named += "a<";
+    for (int i = 0; i < 50000; ++i)
+      named += "a<";
     const auto r2 = ptq::try_parse_config(named);
     REQUIRE_FALSE(r2.ok());
     CHECK(code_text(r2.error().code) == code_text(diag_code::nesting_too_deep));
@@ -724,7 +737,8 @@ TEST_CASE("error corpus: bounded input", "[errors][limits]") {
     CHECK(ptq::try_parse_config("common_config < arq_quantize < > >", opt).ok());
   }
   SECTION("a string longer than the default limit (64 KiB)") {
-    const std::string text = "skip_layers: \"" + std::string((std::size_t{1} << 16) + 1, 'x') + "\"";
+    const std::string text =
+        "skip_layers: \"" + std::string((std::size_t{1} << 16) + 1, 'x') + "\"";
     const auto r = ptq::try_parse_config(text);
     REQUIRE_FALSE(r.ok());
     CHECK(code_text(r.error().code) == code_text(diag_code::string_too_long));
@@ -736,7 +750,8 @@ TEST_CASE("error corpus: bounded input", "[errors][limits]") {
     ptq::parse_options opt;
     opt.limits.max_string_bytes = 8;
     CHECK(ptq::try_parse_config("skip_layers: \"12345678\"", opt).ok());
-    CHECK(ptq::try_parse_config("skip_layers: \"\\x41\\x42\\x43\\x44\\x45\\x46\\x47\\x48\"", opt).ok());
+    CHECK(ptq::try_parse_config("skip_layers: \"\\x41\\x42\\x43\\x44\\x45\\x46\\x47\\x48\"", opt)
+              .ok());
     const auto r = ptq::try_parse_config("batch_num: 1\nskip_layers: \"123456789\"", opt);
     REQUIRE_FALSE(r.ok());
     CHECK(code_text(r.error().code) == code_text(diag_code::string_too_long));
@@ -763,12 +778,17 @@ TEST_CASE("error corpus: size and coverage of the corpus", "[errors]") {
   CHECK(std::size(render_cases) >= 12);
 
   std::set<unsigned> covered;
-  for (const auto& c : parse_cases) covered.insert(static_cast<unsigned>(c.code));
-  for (const auto& c : warning_cases) covered.insert(static_cast<unsigned>(c.code));
-  for (const auto& c : resolve_cases) covered.insert(static_cast<unsigned>(c.code));
-  for (const auto& c : json_cases) covered.insert(static_cast<unsigned>(c.code));
-  for (const auto& c : record_cases) covered.insert(static_cast<unsigned>(c.code));
-  covered.insert(static_cast<unsigned>(diag_code::bad_layer_list));  // layer_list_cases
+  for (const auto& c : parse_cases)
+    covered.insert(static_cast<unsigned>(c.code));
+  for (const auto& c : warning_cases)
+    covered.insert(static_cast<unsigned>(c.code));
+  for (const auto& c : resolve_cases)
+    covered.insert(static_cast<unsigned>(c.code));
+  for (const auto& c : json_cases)
+    covered.insert(static_cast<unsigned>(c.code));
+  for (const auto& c : record_cases)
+    covered.insert(static_cast<unsigned>(c.code));
+  covered.insert(static_cast<unsigned>(diag_code::bad_layer_list));   // layer_list_cases
   covered.insert(static_cast<unsigned>(diag_code::input_too_large));  // "bounded input"
   covered.insert(static_cast<unsigned>(diag_code::string_too_long));
   covered.insert(static_cast<unsigned>(diag_code::nesting_too_deep));
@@ -777,30 +797,62 @@ TEST_CASE("error corpus: size and coverage of the corpus", "[errors]") {
   // dst_type is E205 in text; the JSON has no dst_type key). Keep this list in sync with
   // diagnostics.hpp and docs/errors.md.
   const diag_code all[] = {
-      diag_code::unexpected_character, diag_code::unterminated_string, diag_code::bad_escape,
-      diag_code::bad_number, diag_code::input_too_large, diag_code::string_too_long,
-      diag_code::unexpected_token, diag_code::nesting_too_deep, diag_code::unexpected_end,
-      diag_code::missing_colon, diag_code::unknown_field, diag_code::wrong_type,
-      diag_code::missing_field, diag_code::value_does_not_fit, diag_code::unknown_enum_value,
-      diag_code::not_repeated, diag_code::percentile_out_of_range,
-      diag_code::search_range_invalid, diag_code::search_step_invalid,
-      diag_code::num_of_bins_invalid, diag_code::migration_strength_out_of_range,
-      diag_code::ada_param_out_of_range, diag_code::beta_range_invalid,
-      diag_code::quant_bits_invalid, diag_code::batch_num_invalid, diag_code::dst_type_invalid,
-      diag_code::fakequant_mode_invalid, diag_code::weight_offset_invalid,
-      diag_code::legacy_fc_channel_wise, diag_code::duplicate_entry,
-      diag_code::unknown_layer_type, diag_code::all_types_skipped, diag_code::unknown_layer,
-      diag_code::not_fusable, diag_code::unsupported_setting, diag_code::nothing_to_quantize,
-      diag_code::bad_layer_list, diag_code::json_invalid, diag_code::json_unknown_key,
-      diag_code::json_wrong_type, diag_code::json_value_out_of_range, diag_code::json_missing_key,
-      diag_code::string_spans_lines, diag_code::field_repeated, diag_code::oneof_replaced,
-      diag_code::legacy_blocks_ignored, diag_code::degraded_setting,
-      diag_code::record_value_invalid, diag_code::record_length_mismatch,
-      diag_code::record_unknown_layer, diag_code::record_duplicate_key,
+      diag_code::unexpected_character,
+      diag_code::unterminated_string,
+      diag_code::bad_escape,
+      diag_code::bad_number,
+      diag_code::input_too_large,
+      diag_code::string_too_long,
+      diag_code::unexpected_token,
+      diag_code::nesting_too_deep,
+      diag_code::unexpected_end,
+      diag_code::missing_colon,
+      diag_code::unknown_field,
+      diag_code::wrong_type,
+      diag_code::missing_field,
+      diag_code::value_does_not_fit,
+      diag_code::unknown_enum_value,
+      diag_code::not_repeated,
+      diag_code::percentile_out_of_range,
+      diag_code::search_range_invalid,
+      diag_code::search_step_invalid,
+      diag_code::num_of_bins_invalid,
+      diag_code::migration_strength_out_of_range,
+      diag_code::ada_param_out_of_range,
+      diag_code::beta_range_invalid,
+      diag_code::quant_bits_invalid,
+      diag_code::batch_num_invalid,
+      diag_code::dst_type_invalid,
+      diag_code::fakequant_mode_invalid,
+      diag_code::weight_offset_invalid,
+      diag_code::legacy_fc_channel_wise,
+      diag_code::duplicate_entry,
+      diag_code::unknown_layer_type,
+      diag_code::all_types_skipped,
+      diag_code::unknown_layer,
+      diag_code::not_fusable,
+      diag_code::unsupported_setting,
+      diag_code::nothing_to_quantize,
+      diag_code::bad_layer_list,
+      diag_code::json_invalid,
+      diag_code::json_unknown_key,
+      diag_code::json_wrong_type,
+      diag_code::json_value_out_of_range,
+      diag_code::json_missing_key,
+      diag_code::string_spans_lines,
+      diag_code::field_repeated,
+      diag_code::oneof_replaced,
+      diag_code::legacy_blocks_ignored,
+      diag_code::degraded_setting,
+      diag_code::record_value_invalid,
+      diag_code::record_length_mismatch,
+      diag_code::record_unknown_layer,
+      diag_code::record_duplicate_key,
       diag_code::record_missing_field,
   };
   for (const auto code : all) {
-    if (code == diag_code::dst_type_invalid) continue;
+    if (code == diag_code::dst_type_invalid)
+      continue;
     INFO("code " << code_text(code) << " has no corpus entry");
     CHECK(covered.count(static_cast<unsigned>(code)) == 1);
   }
