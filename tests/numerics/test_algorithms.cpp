@@ -71,12 +71,13 @@ std::size_t draw_size(std::mt19937& rng) {
 }
 
 /// a and b pick the same candidate, or b's pick is within a relative near-tie of a's under a's
-/// own losses (the README's `alt` rule, with double sums: 1e-9).
+/// own losses (the README's `alt` rule; the sums differ in order and in IFMR's float32 chunks of
+/// at most 4 nonnegative terms, whose 3 roundings bound the relative difference by 3·2^-24).
 bool same_or_near_tie(std::size_t ours, std::size_t theirs, const std::vector<double>& their_loss) {
   if (ours == theirs)
     return true;
   const double lo = their_loss[theirs], lv = their_loss[ours];
-  return std::fabs(lv - lo) <= 1e-9 * std::max(std::fabs(lo), 1e-300);
+  return std::fabs(lv - lo) <= 2e-7 * std::max(std::fabs(lo), 1e-300);
 }
 
 }  // namespace
@@ -277,7 +278,7 @@ TEST_CASE("IFMR agrees with a plain loop on randomized cases", "[algorithms][ifm
     REQUIRE(ours.value().losses.size() == p.losses.size());
     for (std::size_t j = 0; j < p.losses.size(); ++j) {
       REQUIRE(ours.value().candidates[j].scale == p.scales[j]);
-      REQUIRE(ours.value().losses[j] == Approx(p.losses[j]).epsilon(1e-12).margin(1e-300));
+      REQUIRE(ours.value().losses[j] == Approx(p.losses[j]).epsilon(2e-7).margin(1e-300));
     }
     REQUIRE(same_or_near_tie(ours.value().best, p.best, p.losses));
     if (ours.value().best == p.best) {
@@ -380,7 +381,7 @@ TEST_CASE("HFMG agrees with a plain loop on randomized multi-batch cases", "[alg
         v = std::min(v, 2.0f);
     }
     INFO("case " << it << " bins " << bins << " batches " << batches.size());
-    ptq::hfmg_observer obs({bins, bits, asym});
+    ptq::hfmg_observer obs({bins, bits, asym, static_cast<unsigned>(1 + it % 3)});
     for (const auto& b : batches)
       REQUIRE(obs.observe(b.data(), b.size()).ok());
     const auto ph = plain::hfmg_accumulate(batches, bins);
@@ -450,6 +451,16 @@ TEST_CASE("Python floor division in float32", "[algorithms][hfmg]") {
   // 1 // 0.1 is 9 in Python (fmod based), while floor(1 / 0.1) is 10
   CHECK(ptq::floor_divide(1.0f, 0.1f) == 9.0f);
   CHECK(std::floor(1.0f / 0.1f) == 10.0f);
+  CHECK(ptq::kernels::floor_div_exact(1.0f, 0.1f) == 9.0f);
+  // the fmod-free form used by the search equals it on positive divisors
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> ua(-5000.0f, 5000.0f), ub(1e-3f, 50.0f);
+  std::uniform_int_distribution<int> k(-3000, 3000);
+  for (int i = 0; i < 200000; ++i) {
+    const float b = ub(rng);
+    const float a = (i % 2) ? ua(rng) : static_cast<float>(k(rng)) * b;  // near-exact multiples
+    REQUIRE(ptq::kernels::floor_div_exact(a, b) == ptq::floor_divide(a, b));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

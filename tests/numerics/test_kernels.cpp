@@ -2,6 +2,7 @@
 // (baseline, AVX2+FMA, AVX-512), on sizes 0..1000 and odd alignments.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,7 +111,7 @@ TEST_CASE("histogram equals the reference", "[kernels]") {
   std::mt19937 rng(7);
   for (const auto& k : ptq_test::available_kernel_sets()) {
     INFO("arch " << k.arch_name);
-    for (std::size_t n = 0; n <= 1000; n += (n < 100 ? 1 : 37)) {
+    for (std::size_t n = 0; n <= 1000; ++n) {
       const auto data = mixed_data(n + 3, rng);
       for (std::size_t off : offsets) {
         const float* x = data.data() + off;
@@ -233,5 +234,38 @@ TEST_CASE("one-pass top-k equals nth_element", "[kernels]") {
     const auto t = k.select_extremes(dup.data(), dup.size(), 2, 1);
     CHECK(t.kth_largest == 1.0f);
     CHECK(t.kth_smallest == 1.0f);
+  }
+}
+
+TEST_CASE("HFMG candidate loss equals the reference", "[kernels]") {
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> rho_d(0.0f, 5000.0f);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (std::size_t n = 0; n <= 1000; ++n) {
+      // increasing distinct bin indices in [0, 4096), like the nonzero bins of a histogram
+      std::vector<std::int32_t> idx(n + 3);
+      std::vector<float> rho(n + 3);
+      std::int32_t next = std::uniform_int_distribution<std::int32_t>(0, 40)(rng);
+      for (std::size_t t = 0; t < n + 3; ++t) {
+        idx[t] = next;
+        next += std::uniform_int_distribution<std::int32_t>(1, 3)(rng);
+        rho[t] = rho_d(rng);
+      }
+      for (std::size_t off : offsets) {
+        for (int bits : {8, 16}) {
+          const auto left =
+              static_cast<std::int32_t>(std::uniform_int_distribution<int>(0, 1500)(rng));
+          const auto right =
+              static_cast<std::int32_t>(std::uniform_int_distribution<int>(left + 1024, 4095)(rng));
+          const float w = std::uniform_real_distribution<float>(1e-4f, 0.5f)(rng);
+          const auto p = ptq::kernels::make_hfmg_loss_params(left, right, w, bits);
+          const double a = ref.hfmg_loss(idx.data() + off, rho.data() + off, n, p);
+          const double b = k.hfmg_loss(idx.data() + off, rho.data() + off, n, p);
+          REQUIRE(same_bits(a, b));
+        }
+      }
+    }
   }
 }

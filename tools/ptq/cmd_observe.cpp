@@ -35,6 +35,7 @@ int run_observe(const observe_options& o) {
   s.hfmg.num_of_bins = o.bins;
   s.hfmg.bits = o.bits;
   s.hfmg.asymmetric = o.asymmetric;
+  s.hfmg.threads = o.threads;
   ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
   for (const auto& path : o.batches) {
     auto t = ptq_cli::load_tensor(path, cmd);

@@ -4,6 +4,7 @@
 // argmin and the min/max kernel. Counts are 64-bit. Depends on core, kernels.
 #pragma once
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -24,6 +25,7 @@ struct hfmg_settings {
   std::size_t num_of_bins = 4096;  ///< 1024, 2048, 4096 or 8192
   int bits = 8;
   bool asymmetric = true;
+  unsigned threads = 1;  ///< for the search; 0 = hardware concurrency; results do not depend on it
 };
 
 /// Python-style floor division of float32 values (torch's div_floor_floating): fmod-based, so it
@@ -96,48 +98,42 @@ struct hfmg_candidate {
   return (top - h.lo) / nb;
 }
 
-/// L2 loss of one candidate (float32 terms as the toolkit computes them, summed in double).
-/// Bins with zero count contribute exactly zero and are skipped.
-[[nodiscard]] inline double hfmg_loss(const hfmg_histogram& h, const hfmg_candidate& c, int bits,
-                                      float w) noexcept {
-  const float dst = static_cast<float>(std::int64_t{1} << bits);
-  const float d = (w * static_cast<float>(c.right - c.left + 1)) / dst;
-  if (d < FLT_EPSILON)
-    return 0.0;
-  const float half = d / 2.0f;
-  const float dmax = dst - 1.0f;
-  const auto norm = [](float b, float e, float rho) noexcept {
-    return ((e * e * e - b * b * b) / 3.0f) * rho;
-  };
-  const float mid_norm_unit = (half * half * half - (-half) * (-half) * (-half)) / 3.0f;
-  double loss = 0.0;
-  const std::size_t nb = h.counts.size();
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::int64_t cnt = h.counts[b];
-    if (cnt == 0)
+namespace detail {
+
+/// The nonzero bins of a histogram and their densities count / w (float32, as the toolkit).
+struct hfmg_bins {
+  std::vector<std::int32_t> index;
+  std::vector<float> rho;
+};
+
+[[nodiscard]] inline hfmg_bins nonzero_bins(const std::vector<std::int64_t>& counts, float w) {
+  hfmg_bins nz;
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    if (counts[b] == 0)
       continue;
-    const float rho = static_cast<float>(cnt) / w;
-    const float a =
-        static_cast<float>(static_cast<std::int64_t>(b) - static_cast<std::int64_t>(c.left)) * w;
-    const float e = a + w;
-    float i = floor_divide(a, d);
-    i = i > 0.0f ? i : 0.0f;
-    i = i < dmax ? i : dmax;
-    float j = floor_divide(e, d);
-    j = j > 0.0f ? j : 0.0f;
-    j = j < dmax ? j : dmax;
-    const float ci = i * d + half;
-    const float db = a - ci;
-    if (i == j) {
-      loss += static_cast<double>(norm(db, e - ci, rho));
-    } else {
-      loss += static_cast<double>(norm(db, half, rho));
-      loss += static_cast<double>((j - i - 1.0f) * (mid_norm_unit * rho));
-      const float de = (e - j * d) - half;
-      loss += static_cast<double>(norm(-half, de, rho));
-    }
+    nz.index.push_back(static_cast<std::int32_t>(b));
+    nz.rho.push_back(static_cast<float>(counts[b]) / w);
   }
-  return loss;
+  return nz;
+}
+
+[[nodiscard]] inline double hfmg_loss_nz(const hfmg_bins& nz, const hfmg_candidate& c, int bits,
+                                         float w, const kernels::kernel_set& k) noexcept {
+  const kernels::hfmg_loss_params p = kernels::make_hfmg_loss_params(
+      static_cast<std::int32_t>(c.left), static_cast<std::int32_t>(c.right), w, bits);
+  if (p.d < FLT_EPSILON)
+    return 0.0;  // §10.7: a destination bin below FLT_EPSILON costs nothing
+  return k.hfmg_loss(nz.index.data(), nz.rho.data(), nz.index.size(), p);
+}
+
+}  // namespace detail
+
+/// L2 loss of one candidate: float32 terms as the toolkit computes them (kernels/hfmg_loss.hpp),
+/// summed in double. Bins with zero count contribute exactly zero and are skipped.
+[[nodiscard]] inline double hfmg_loss(const hfmg_histogram& h, const hfmg_candidate& c, int bits,
+                                      float w,
+                                      const kernels::kernel_set& k = kernels::default_kernels()) {
+  return detail::hfmg_loss_nz(detail::nonzero_bins(h.counts, w), c, bits, w, k);
 }
 
 /// The search at the end of HFMG, with its details.
@@ -150,14 +146,25 @@ struct hfmg_search {
   float clip_max = 0.0f;
 };
 
-[[nodiscard]] inline numeric_result<hfmg_search> hfmg_run(const hfmg_histogram& h, int bits,
-                                                          bool asymmetric) {
+[[nodiscard]] inline numeric_result<hfmg_search> hfmg_run(
+    const hfmg_histogram& h, int bits, bool asymmetric, unsigned threads = 1,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
   hfmg_search out;
   out.candidates = hfmg_search_range(h.counts);
   const float w = hfmg_search_width(h);
+  const detail::hfmg_bins nz = detail::nonzero_bins(h.counts, w);
   out.losses.resize(out.candidates.size());
-  for (std::size_t j = 0; j < out.candidates.size(); ++j) {
-    out.losses[j] = hfmg_loss(h, out.candidates[j], bits, w);
+  // Candidates are independent: blocks of 64 candidates over the threads (results are the same
+  // for any thread count).
+  constexpr std::size_t per_block = 64;
+  const std::size_t nblocks = (out.candidates.size() + per_block - 1) / per_block;
+  kernels::parallel_blocks(nblocks, threads, [&](std::size_t blk) {
+    const std::size_t end = std::min(out.candidates.size(), (blk + 1) * per_block);
+    for (std::size_t j = blk * per_block; j < end; ++j) {
+      out.losses[j] = detail::hfmg_loss_nz(nz, out.candidates[j], bits, w, k);
+    }
+  });
+  for (std::size_t j = 1; j < out.losses.size(); ++j) {
     if (out.losses[j] < out.losses[out.best])
       out.best = j;
   }
@@ -255,7 +262,7 @@ class hfmg_observer {
     if (batches_ == 0) {
       return make_numeric_error(numeric_errc::no_data, name_ + ": HFMG finalize before observe");
     }
-    auto r = hfmg_run(h_, s_.bits, s_.asymmetric);
+    auto r = hfmg_run(h_, s_.bits, s_.asymmetric, s_.threads, *k_);
     if (!r)
       return r.error();
     return r.value().result;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptq/kernels/hfmg_loss.hpp"
 #include "ptq/kernels/histogram.hpp"
 #include "ptq/kernels/minmax.hpp"
 #include "ptq/kernels/mse.hpp"
@@ -37,6 +38,8 @@ struct kernel_set {
   void (*quantize_i16)(const float*, std::size_t, const quantizer&,
                        std::int16_t*) noexcept = nullptr;
   extremes_result (*select_extremes)(const float*, std::size_t, std::size_t, std::size_t) = nullptr;
+  double (*hfmg_loss)(const std::int32_t*, const float*, std::size_t,
+                      const hfmg_loss_params&) noexcept = nullptr;
 };
 
 /// The scalar references as a kernel_set (the definition every SIMD set must equal).
@@ -51,6 +54,7 @@ struct kernel_set {
   k.quantize_i8 = &quantize_ref<std::int8_t>;
   k.quantize_i16 = &quantize_ref<std::int16_t>;
   k.select_extremes = &select_extremes_ref;
+  k.hfmg_loss = &hfmg_loss_ref;
   return k;
 }
 
@@ -70,6 +74,7 @@ kernel_set make_kernel_set() noexcept {
   k.quantize_i8 = &quantize_simd<Arch, std::int8_t>;
   k.quantize_i16 = &quantize_simd<Arch, std::int16_t>;
   k.select_extremes = &select_extremes_simd<Arch>;
+  k.hfmg_loss = &hfmg_loss_simd<Arch>;
   return k;
 }
 

@@ -52,7 +52,8 @@ struct minmax_result {
 }
 
 /// SIMD min/max + finiteness. Four independent accumulators per extreme so the loop runs at
-/// memory bandwidth.
+/// memory bandwidth; non-finite values are caught by z = fma(x, 0, z), which turns NaN for
+/// NaN and ±Inf only (one operation per batch).
 template <class Arch>
 [[nodiscard]] minmax_result minmax_simd(const float* x, std::size_t n) noexcept {
   using B = detail::fbatch<Arch>;
@@ -62,9 +63,8 @@ template <class Arch>
     return minmax_ref(x, n);
   B mn0 = B::load_unaligned(x), mn1 = mn0, mn2 = mn0, mn3 = mn0;
   B mx0 = mn0, mx1 = mn0, mx2 = mn0, mx3 = mn0;
-  const B lim(FLT_MAX);
-  // !(|v| <= FLT_MAX) is true for NaN and ±Inf; accumulated as a mask.
-  auto bad = !(xsimd::abs(mn0) <= lim);
+  const B zero(0.0f);
+  B z0(0.0f), z1(0.0f), z2(0.0f), z3(0.0f);
   std::size_t i = 0;
   for (; i + U <= n; i += U) {
     const B a = B::load_unaligned(x + i), b = B::load_unaligned(x + i + W),
@@ -77,10 +77,14 @@ template <class Arch>
     mx1 = xsimd::max(mx1, b);
     mx2 = xsimd::max(mx2, c);
     mx3 = xsimd::max(mx3, d);
-    bad = bad | !(xsimd::abs(a) <= lim) | !(xsimd::abs(b) <= lim) | !(xsimd::abs(c) <= lim) |
-          !(xsimd::abs(d) <= lim);
+    z0 = xsimd::fma(a, zero, z0);
+    z1 = xsimd::fma(b, zero, z1);
+    z2 = xsimd::fma(c, zero, z2);
+    z3 = xsimd::fma(d, zero, z3);
   }
-  if (xsimd::any(bad))
+  const B z = (z0 + z1) + (z2 + z3);
+  // z == z is false only for NaN (xsimd's != is an ordered compare, so it cannot be used here)
+  if (xsimd::any(!(z == z)))
     return minmax_ref(x, n);  // rescan for the first bad index
   const minmax_result tail = minmax_ref(x + i, n - i);
   if (tail.first_bad != n - i)
