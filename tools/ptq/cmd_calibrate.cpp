@@ -133,7 +133,7 @@ void print_table(const std::vector<row>& rows) {
     std::cout << std::left << std::setw(12) << r.layer << std::setw(11) << r.type << std::setw(14)
               << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d << std::setw(9)
               << r.offset_d << std::setw(26) << r.wscale << std::setw(10)
-              << (std::isnan(r.wsqnr) ? "-" : fmt(r.wsqnr, 3) + " dB") << ' '
+              << (std::isnan(r.wsqnr) ? "-" : fmt(r.wsqnr, 3) + " dB")
               << (std::isnan(r.asqnr) ? "-" : fmt(r.asqnr, 3) + " dB") << '\n';
   }
 }
@@ -229,6 +229,9 @@ fs::path find_digits() {
     }
   }
   candidates.push_back(fs::current_path(ec) / "examples");
+#ifdef PTQ_SOURCE_DIR
+  candidates.push_back(fs::path(PTQ_SOURCE_DIR) / "examples");
+#endif
   for (const auto& c : candidates) {
     if (fs::exists(c / "digits" / "manifest.json", ec) &&
         fs::exists(c / "configs" / "quant.cfg", ec)) {

@@ -32,6 +32,9 @@ fs::path find_examples() {
     }
   }
   candidates.push_back(fs::current_path(ec) / "examples" / "configs");
+#ifdef PTQ_SOURCE_DIR
+  candidates.push_back(fs::path(PTQ_SOURCE_DIR) / "examples" / "configs");
+#endif
   for (const auto& c : candidates) {
     if (fs::exists(c / "layers.json", ec))
       return c;
