@@ -200,37 +200,10 @@ const parse_case parse_cases[] = {
     {"every type skipped", "skip_layer_types: [\"Conv2d\", \"Conv3d\", \"Linear\", \"ConvTranspose2d\", \"AvgPool2d\", \"Conv1d\", \"ConvTranspose1d\", \"GRU\", \"LSTM\"]", diag_code::all_types_skipped, {1, 20}},
     // ---- order: the first error is the first one found, not the first in the text ----------
     {"binder error reported before a value error", "batch_num: 0\nbatch_nun: 1\n", diag_code::unknown_field, {2, 1}},
+    {"double sign (integer field)", "batch_num: --1", diag_code::bad_number, {1, 12}},
+    {"8 in an octal literal", "batch_num: 08", diag_code::bad_number, {1, 12}},
 };
 // clang-format on
-
-// ---------------------------------------------------------------------------------------------
-// 2. Parses that disagree with the hand-worked expectation. Kept out of the run; each names the
-//    input, what was expected, what the parser gives. (Reported, not fixed here.)
-// ---------------------------------------------------------------------------------------------
-// PARSER-DISAGREEMENTS-BEGIN (reported; not part of the run until the readers are fixed)
-//
-// const parse_case disagreeing_parse_cases[] = {
-//     // A doubled sign is a malformed number. Expected E104 at 1:12; the parser gives E204 at
-//     // 1:12 "field 'batch_num' takes an integer, not the number --1": looks_like_float()
-//     // strips one sign and std::from_chars accepts the second.
-//     {"double sign (integer field)", "batch_num: --1", diag_code::bad_number, {1, 12}},
-//     // 08 is not an octal number (protobuf: "Couldn't parse integer"). Expected E104 at 1:12;
-//     // the parser gives E204 at 1:12 "takes an integer, not the number 08", which reads as if
-//     // 08 were a fraction.
-//     {"8 in an octal literal", "batch_num: 08", diag_code::bad_number, {1, 12}},
-// };
-//
-// (Fixed in 2a4b817, now in the corpus above: `inf` for search_range_end / beta_range_start was
-// accepted, gave a spurious E303 and JSON with `Infinity` that did not read back.)
-//
-// // Malformed JSON points at the LAST byte of the offending token (nlohmann's position),
-// // not its first. Expected E501 at 3:3 (the '"' that opens "batch_num" after a missing
-// // comma); gives E501 at 3:13 (its closing quote). Single-byte tokens are exact.
-// const json_case disagreeing_json_cases[] = {
-//     {"missing comma on line 3", "{\n  \"version\": 1\n  \"batch_num\": 2\n}",
-//     diag_code::json_invalid, {3, 3}, "malformed JSON"},
-// };
-// PARSER-DISAGREEMENTS-END
 
 // ---------------------------------------------------------------------------------------------
 // 3. Whole rendered messages: format_diagnostic(first error, text, "cfg").

@@ -132,7 +132,8 @@ class text_binder {
  public:
   explicit text_binder(std::vector<diagnostic>& diags) : diags_(diags) {}
 
- protected:
+  // Public so that derived binders can take `&base::to_...` (clang rejects member pointers to
+  // protected members of a dependent base); the class lives in ptq::detail.
   Derived& derived() { return static_cast<Derived&>(*this); }
 
   void error(diag_code code, std::string message, source_region where, std::string note = {}) {
@@ -265,8 +266,12 @@ class text_binder {
       return false;
     if (!s.empty() && (s.back() == 'f' || s.back() == 'F'))
       s.remove_suffix(1);
-    if (s.empty())
+    // A number with a fraction or an exponent; a second sign or an integer that merely failed
+    // (an octal 08) is malformed instead.
+    if (s.empty() || !(detail::is_digit(s[0]) || s[0] == '.') ||
+        s.find_first_of(".eE") == std::string_view::npos) {
       return false;
+    }
     double d = 0;
     const auto res = std::from_chars(s.data(), s.data() + s.size(), d);
     return res.ptr == s.data() + s.size();
@@ -436,9 +441,11 @@ class text_binder {
   template <class T, class Conv>
   void bind_repeated_scalar(const text_field& f, std::vector<T>& out, Conv conv) {
     for (const auto& v : f.values) {
-      if (!expect_scalar(f, v)) continue;
+      if (!expect_scalar(f, v))
+        continue;
       T value{};
-      if ((derived().*conv)(f, v, value)) out.push_back(value);
+      if ((derived().*conv)(f, v, value))
+        out.push_back(value);
     }
   }
 
@@ -510,17 +517,17 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "batch_num") {
-        bind_scalar(f, c.batch_num, &config_binder::to_uint32);
+        bind_scalar(f, c.batch_num, &base::to_uint32);
       } else if (n == "activation_offset") {
-        bind_scalar(f, c.activation_offset, &config_binder::to_bool);
+        bind_scalar(f, c.activation_offset, &base::to_bool);
       } else if (n == "weight_offset") {
-        bind_scalar(f, c.weight_offset, &config_binder::to_bool);
+        bind_scalar(f, c.weight_offset, &base::to_bool);
       } else if (n == "skip_layers") {
         bind_strings(f, c.skip_layers);
       } else if (n == "skip_layer_types") {
         bind_strings(f, c.skip_layer_types);
       } else if (n == "fakequant_precision_mode") {
-        bind_scalar(f, c.fakequant_precision_mode, &config_binder::to_fakequant_mode);
+        bind_scalar(f, c.fakequant_precision_mode, &base::to_fakequant_mode);
       } else if (n == "common_config") {
         bind_single_message(f, c.common_config, &config_binder::bind_calibration);
       } else if (n == "override_layer_types") {
@@ -528,7 +535,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
       } else if (n == "override_layer_configs") {
         bind_repeated_message(f, c.override_layer_configs, &config_binder::bind_override_layer);
       } else if (n == "do_fusion") {
-        bind_scalar(f, c.do_fusion, &config_binder::to_bool);
+        bind_scalar(f, c.do_fusion, &base::to_bool);
       } else if (n == "skip_fusion_layers") {
         bind_strings(f, c.skip_fusion_layers);
       } else if (n == "conv_calibration_config") {
@@ -588,9 +595,9 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   void bind_arq(const text_message& msg, arq_quantize& a) {
     for (const auto& f : msg) {
       if (f.name == "channel_wise") {
-        bind_scalar(f, a.channel_wise, &config_binder::to_bool);
+        bind_scalar(f, a.channel_wise, &base::to_bool);
       } else if (f.name == "quant_bits") {
-        bind_scalar(f, a.quant_bits, &config_binder::to_uint32);
+        bind_scalar(f, a.quant_bits, &base::to_uint32);
       } else {
         unknown(f, "ARQuantize", {"channel_wise", "quant_bits"});
       }
@@ -601,17 +608,17 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "num_iteration") {
-        bind_scalar(f, a.num_iteration, &config_binder::to_uint32);
+        bind_scalar(f, a.num_iteration, &base::to_uint32);
       } else if (n == "reg_param") {
-        bind_scalar(f, a.reg_param, &config_binder::to_float);
+        bind_scalar(f, a.reg_param, &base::to_float);
       } else if (n == "beta_range_start") {
-        bind_scalar(f, a.beta_range_start, &config_binder::to_float);
+        bind_scalar(f, a.beta_range_start, &base::to_float);
       } else if (n == "beta_range_end") {
-        bind_scalar(f, a.beta_range_end, &config_binder::to_float);
+        bind_scalar(f, a.beta_range_end, &base::to_float);
       } else if (n == "warm_start") {
-        bind_scalar(f, a.warm_start, &config_binder::to_float);
+        bind_scalar(f, a.warm_start, &base::to_float);
       } else if (n == "channel_wise") {
-        bind_scalar(f, a.channel_wise, &config_binder::to_bool);
+        bind_scalar(f, a.channel_wise, &base::to_bool);
       } else {
         unknown(f, "ADAquantize",
                 {"num_iteration", "reg_param", "beta_range_start", "beta_range_end", "warm_start",
@@ -624,19 +631,19 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "search_range_start") {
-        bind_scalar(f, q.search_range_start, &config_binder::to_float);
+        bind_scalar(f, q.search_range_start, &base::to_float);
       } else if (n == "search_range_end") {
-        bind_scalar(f, q.search_range_end, &config_binder::to_float);
+        bind_scalar(f, q.search_range_end, &base::to_float);
       } else if (n == "search_step") {
-        bind_scalar(f, q.search_step, &config_binder::to_float);
+        bind_scalar(f, q.search_step, &base::to_float);
       } else if (n == "max_percentile") {
-        bind_scalar(f, q.max_percentile, &config_binder::to_float);
+        bind_scalar(f, q.max_percentile, &base::to_float);
       } else if (n == "min_percentile") {
-        bind_scalar(f, q.min_percentile, &config_binder::to_float);
+        bind_scalar(f, q.min_percentile, &base::to_float);
       } else if (n == "asymmetric") {
-        bind_scalar(f, q.asymmetric, &config_binder::to_bool);
+        bind_scalar(f, q.asymmetric, &base::to_bool);
       } else if (n == "dst_type") {
-        bind_scalar(f, q.dst_type, &config_binder::to_data_type);
+        bind_scalar(f, q.dst_type, &base::to_data_type);
       } else {
         unknown(f, "FMRQuantize",
                 {"search_range_start", "search_range_end", "search_step", "max_percentile",
@@ -648,11 +655,11 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   void bind_hfmg(const text_message& msg, hfmg_quantize& q) {
     for (const auto& f : msg) {
       if (f.name == "num_of_bins") {
-        bind_scalar(f, q.num_of_bins, &config_binder::to_uint32);
+        bind_scalar(f, q.num_of_bins, &base::to_uint32);
       } else if (f.name == "asymmetric") {
-        bind_scalar(f, q.asymmetric, &config_binder::to_bool);
+        bind_scalar(f, q.asymmetric, &base::to_bool);
       } else if (f.name == "dst_type") {
-        bind_scalar(f, q.dst_type, &config_binder::to_data_type);
+        bind_scalar(f, q.dst_type, &base::to_data_type);
       } else {
         unknown(f, "HFMGQuantize", {"num_of_bins", "asymmetric", "dst_type"});
       }
@@ -662,7 +669,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   void bind_dmq(const text_message& msg, basic_dmq_balancer<Float>& d) {
     for (const auto& f : msg) {
       if (f.name == "migration_strength") {
-        bind_scalar(f, d.migration_strength, &config_binder::to_float);
+        bind_scalar(f, d.migration_strength, &base::to_float);
       } else {
         unknown(f, "DMQBalancer", {"migration_strength"});
       }
@@ -672,7 +679,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   void bind_override_type(const text_message& msg, basic_override_layer_type<Float>& o) {
     for (const auto& f : msg) {
       if (f.name == "layer_type") {
-        bind_scalar(f, o.layer_type, &config_binder::to_string_value);
+        bind_scalar(f, o.layer_type, &base::to_string_value);
       } else if (f.name == "calibration_config") {
         bind_single_message(f, o.calibration_config, &config_binder::bind_calibration);
       } else {
@@ -684,7 +691,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   void bind_override_layer(const text_message& msg, basic_override_layer<Float>& o) {
     for (const auto& f : msg) {
       if (f.name == "layer_name") {
-        bind_scalar(f, o.layer_name, &config_binder::to_string_value);
+        bind_scalar(f, o.layer_name, &base::to_string_value);
       } else if (f.name == "calibration_config") {
         bind_single_message(f, o.calibration_config, &config_binder::bind_calibration);
       } else {

@@ -153,7 +153,7 @@ class record_binder : public text_binder<record_binder, float> {
           for (const auto& g : v.fields) {
             if (g.name == "key") {
               setting<std::string> key;
-              bind_scalar(g, key, &record_binder::to_string_value);
+              bind_scalar(g, key, &base::to_string_value);
               has_key = key.has_value();
               if (has_key)
                 e.key = *key;
@@ -193,27 +193,27 @@ class record_binder : public text_binder<record_binder, float> {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "scale_d") {
-        bind_scalar(f, scale_d, &record_binder::to_float);
+        bind_scalar(f, scale_d, &base::to_float);
       } else if (n == "offset_d") {
-        bind_scalar(f, offset_d, &record_binder::to_int32);
+        bind_scalar(f, offset_d, &base::to_int32);
       } else if (n == "scale_w") {
-        bind_repeated_scalar(f, r.scale_w, &record_binder::to_float);
+        bind_repeated_scalar(f, r.scale_w, &base::to_float);
       } else if (n == "offset_w") {
-        bind_repeated_scalar(f, r.offset_w, &record_binder::to_int32);
+        bind_repeated_scalar(f, r.offset_w, &base::to_int32);
       } else if (n == "shift_bit") {
-        bind_repeated_scalar(f, r.shift_bit, &record_binder::to_uint32);
+        bind_repeated_scalar(f, r.shift_bit, &base::to_uint32);
       } else if (n == "tensor_balance_factor") {
-        bind_repeated_scalar(f, r.tensor_balance_factor, &record_binder::to_float);
+        bind_repeated_scalar(f, r.tensor_balance_factor, &base::to_float);
       } else if (n == "skip_fusion") {
-        bind_scalar(f, skip_fusion, &record_binder::to_bool);
+        bind_scalar(f, skip_fusion, &base::to_bool);
       } else if (n == "dst_type") {
-        bind_scalar(f, dst_type, &record_binder::to_string_value);
+        bind_scalar(f, dst_type, &base::to_string_value);
       } else if (n == "act_type") {
-        bind_scalar(f, act_type, &record_binder::to_string_value);
+        bind_scalar(f, act_type, &base::to_string_value);
       } else if (n == "wts_type") {
-        bind_scalar(f, wts_type, &record_binder::to_string_value);
+        bind_scalar(f, wts_type, &base::to_string_value);
       } else if (n == "fakequant_precision_mode") {
-        bind_scalar(f, fq_mode, &record_binder::to_string_value);
+        bind_scalar(f, fq_mode, &base::to_string_value);
       } else if (n == "scale_h" || n == "offset_h" || n == "scale_r" || n == "offset_r") {
         error(diag_code::unknown_field,
               "field '" + n +
