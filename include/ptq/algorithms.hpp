@@ -4,6 +4,7 @@
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/hfmg.hpp"

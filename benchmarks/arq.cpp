@@ -1,0 +1,33 @@
+// ARQ per-channel calibration of a [512, 512, 3, 3] Conv2d weight (2.36M floats), and its
+// fake-quantization into a caller buffer, against a streaming read of the same weight.
+// Target: calibration >= 70 % of the baseline. The toolkit: 8 ms (spec §10.12).
+#include <cstring>
+
+#include "bench_support.hpp"
+#include "ptq/algorithms/arq.hpp"
+
+static void BM_arq_per_channel_512x512x3x3(benchmark::State& state) {
+  const std::size_t n = 512 * 512 * 9;
+  const auto& w = ptq_bench::normal_data(n);
+  const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
+  ptq_bench::run_vs_baseline(state, w.data(), n, [&] {
+    auto r = ptq::arq_calibrate(t, ptq::layer_op::conv2d, 1, {8, true});
+    benchmark::DoNotOptimize(r);
+  });
+}
+BENCHMARK(BM_arq_per_channel_512x512x3x3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_arq_fake_quantize_512x512x3x3(benchmark::State& state) {
+  const std::size_t n = 512 * 512 * 9;
+  const auto& w = ptq_bench::normal_data(n);
+  const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
+  const auto p = ptq::arq_calibrate(t, ptq::layer_op::conv2d, 1, {8, true}).value();
+  std::vector<float> buf(w);
+  ptq_bench::run_vs_baseline(state, w.data(), n, [&] {
+    auto st = ptq::arq_fake_quantize(buf.data(), t.shape, ptq::layer_op::conv2d, 1, p);
+    benchmark::DoNotOptimize(st);
+  });
+}
+BENCHMARK(BM_arq_fake_quantize_512x512x3x3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,106 @@
+// Shared by the numeric benchmarks: test data, the streaming-read baseline measured in the same
+// run over the same buffer, and counters that report each kernel as a fraction of it.
+//
+// The kernels measured are those of xsimd::default_arch for this TU's flags (sse2 in a default
+// x86-64 build). For the AVX2 figures configure with -DCMAKE_CXX_FLAGS="-mavx2 -mfma"; the ptq
+// tool itself picks the best arch at run time.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <ctime>
+#include <random>
+#include <vector>
+
+#include "ptq/kernels.hpp"
+
+namespace ptq_bench {
+
+inline constexpr std::size_t n16m = std::size_t{1} << 24;  // 16M floats = 64 MB
+
+/// Normal data (deterministic), generated once per size.
+inline const std::vector<float>& normal_data(std::size_t n = n16m) {
+  static std::vector<float> v;
+  if (v.size() != n) {
+    v.resize(n);
+    std::mt19937 rng(12345);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : v)
+      x = nd(rng);
+  }
+  return v;
+}
+
+/// The baseline: one plain streaming read of the buffer (xsimd loads, 4 accumulators).
+template <class Arch = xsimd::default_arch>
+[[gnu::noinline]] float stream_read(const float* x, std::size_t n) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = B::size;
+  B a(0.0f), b(0.0f), c(0.0f), d(0.0f);
+  std::size_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a += B::load_unaligned(x + i);
+    b += B::load_unaligned(x + i + W);
+    c += B::load_unaligned(x + i + 2 * W);
+    d += B::load_unaligned(x + i + 3 * W);
+  }
+  float s = xsimd::hadd((a + b) + (c + d));
+  for (; i < n; ++i)
+    s += x[i];
+  return s;
+}
+
+/// Clock of the measurements: this thread's CPU time (robust when other processes share the
+/// cores), or wall time for multi-threaded runs.
+inline double now_seconds(bool wall) {
+  if (wall) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+template <class F>
+double best_seconds(F&& f, bool wall = false, int reps = 5) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = now_seconds(wall);
+    f();
+    best = std::min(best, now_seconds(wall) - t0);
+  }
+  return best;
+}
+
+/// Seconds of the baseline over x[0..n) (best of 5).
+inline double baseline_seconds(const float* x, std::size_t n, bool wall = false) {
+  return best_seconds([&] { benchmark::DoNotOptimize(stream_read(x, n)); }, wall);
+}
+
+/// Runs `f` under manual timing and reports: elements/s, the baseline's elements/s over the same
+/// buffer, and of_baseline = kernel rate / baseline rate (1.0 = at the machine's read bandwidth).
+/// Times are the best iteration, in this thread's CPU time unless `wall`.
+template <class F>
+void run_vs_baseline(benchmark::State& state, const float* x, std::size_t n, F&& f,
+                     bool wall = false) {
+  const double base = baseline_seconds(x, n, wall);
+  double best = 1e30;
+  for (auto _ : state) {
+    const double t0 = now_seconds(wall);
+    f();
+    const double s = now_seconds(wall) - t0;
+    best = std::min(best, s);
+    state.SetIterationTime(s);
+  }
+  const double elems = static_cast<double>(n);
+  state.counters["Gelem_per_s"] = elems / best * 1e-9;
+  state.counters["baseline_Gelem_per_s"] = elems / base * 1e-9;
+  state.counters["of_baseline"] = base / best;
+  state.SetLabel(xsimd::default_arch::name());
+}
+
+}  // namespace ptq_bench

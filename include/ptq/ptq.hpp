@@ -1,0 +1,16 @@
+// Everything ptq offers. Include a layer's own umbrella to pay only for what you use:
+//   ptq/config.hpp       configs: parse, check, resolve, write (standard library only)
+//   ptq/config_json.hpp  + the detailed JSON config (nlohmann_json)
+//   ptq/core.hpp, ptq/kernels.hpp, ptq/algorithms.hpp   the numerics (xtensor, xsimd)
+//   ptq/session.hpp      the calibration session and the record file
+//   ptq/io.hpp           .npy, safetensors, manifests, atomic writes
+#pragma once
+
+#include "ptq/algorithms.hpp"
+#include "ptq/config.hpp"
+#include "ptq/config_json.hpp"
+#include "ptq/core.hpp"
+#include "ptq/io.hpp"
+#include "ptq/kernels.hpp"
+#include "ptq/session.hpp"
+#include "ptq/version.hpp"
