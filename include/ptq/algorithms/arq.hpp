@@ -30,11 +30,14 @@ struct weight_quant_result {
 namespace detail {
 
 /// min/max of channel o (all its runs), on finite data.
+/// min/max of channel o (all its runs); `bad` is set when a run holds a NaN or Inf.
 inline kernels::minmax_result channel_minmax(const float* w, const channel_geometry& g,
-                                             std::size_t o, const kernels::kernel_set& k) {
+                                             std::size_t o, const kernels::kernel_set& k,
+                                             bool& bad) {
   kernels::minmax_result acc;
   for (std::size_t r = 0; r < g.segments_per_channel; ++r) {
     const kernels::minmax_result m = k.minmax(w + g.offset(o, r), g.segment);
+    bad = bad || m.first_bad != g.segment;
     acc.min = m.min < acc.min ? m.min : acc.min;
     acc.max = m.max > acc.max ? m.max : acc.max;
   }
@@ -56,9 +59,6 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   if (!geo)
     return geo.error();
   const channel_geometry& g = geo.value();
-  auto all = checked_minmax(w.name, w.data, w.size(), k.minmax);
-  if (!all)
-    return all.error();
   weight_quant_result out;
   out.bits = s.bits;
   const auto push = [&](float mx, float mn) -> numeric_status {
@@ -70,15 +70,25 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
     return numeric_ok{};
   };
   if (!s.channel_wise) {
+    auto all = checked_minmax(w.name, w.data, w.size(), k.minmax);
+    if (!all)
+      return all.error();
     auto st = push(all.value().max, all.value().min);
     if (!st)
       return st.error();
     return out;
   }
+  // One pass: per-channel min/max with the NaN/Inf check; on a bad value, rescan in flat order
+  // for the first bad index.
   out.scale.reserve(g.channels);
   out.offset.reserve(g.channels);
-  for (std::size_t o = 0; o < g.channels; ++o) {
-    const kernels::minmax_result m = detail::channel_minmax(w.data, g, o, k);
+  bool bad = false;
+  std::vector<kernels::minmax_result> ranges(g.channels);
+  for (std::size_t o = 0; o < g.channels; ++o)
+    ranges[o] = detail::channel_minmax(w.data, g, o, k, bad);
+  if (bad)
+    return checked_minmax(w.name, w.data, w.size(), k.minmax).error();
+  for (const auto& m : ranges) {
     auto st = push(m.max, m.min);
     if (!st)
       return st.error();
