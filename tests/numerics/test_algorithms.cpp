@@ -363,7 +363,7 @@ TEST_CASE("HFMG agrees with a plain loop on randomized multi-batch cases", "[alg
     float spread = 1.0f;
     for (int b = 0; b < nbatches; ++b) {
       int kind = (it / 4 + b) % 8;
-      std::size_t n = draw_size(rng) / 3 + 1;
+      std::size_t n = draw_size(rng) / 20 + 1;
       auto x = draw(rng, kind, n);
       for (auto& v : x)
         v *= spread;  // growing ranges

@@ -175,7 +175,7 @@ inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
       return err(npy_errc::truncated, name, "truncated header");
-    for (int b = 0; b < 4; ++b) {
+    for (std::size_t b = 0; b < 4; ++b) {
       hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
     }
     pos = 12;
