@@ -60,52 +60,62 @@ inline void histogram_ref(const float* x, std::size_t n, float lo, float hi, std
   }
 }
 
-/// SIMD histogram: bin indices are computed 1 batch at a time (the division is the same IEEE
-/// operation as the reference), then counted into two interleaved 32-bit sub-histograms that are
-/// flushed into the 64-bit counts every 2^31 elements.
+/// SIMD histogram: bin indices are computed two batches at a time (the division is the same
+/// IEEE operation as the reference), then counted into four interleaved 32-bit sub-histograms
+/// (short dependency chains when neighbouring values share a bin) that are flushed into the
+/// 64-bit counts every 2^30 elements.
 template <class Arch>
 void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
                     std::int64_t* counts) {
   using B = detail::fbatch<Arch>;
   using I = xsimd::batch<std::int32_t, Arch>;
   constexpr std::size_t W = B::size;
+  constexpr std::size_t U = 2 * W;
   const bin_geometry g = make_bin_geometry(lo, hi, bins);
-  if (!g.valid || bins == 0 || n < W) {
+  if (!g.valid || bins == 0 || n < U) {
     histogram_ref(x, n, lo, hi, bins, counts);
     return;
   }
-  std::vector<std::uint32_t> sub(2 * bins, 0u);
-  std::uint32_t* h0 = sub.data();
-  std::uint32_t* h1 = sub.data() + bins;
+  std::vector<std::uint32_t> sub(4 * bins, 0u);
+  std::uint32_t* const h0 = sub.data();
+  std::uint32_t* const h1 = h0 + bins;
+  std::uint32_t* const h2 = h1 + bins;
+  std::uint32_t* const h3 = h2 + bins;
   const B blo(g.lo), bhi(g.hi), bspan(g.span), bn(g.nbins);
   const B top(static_cast<float>(bins - 1));
   const B outside(-1.0f);
-  alignas(Arch::alignment()) std::int32_t idx[W];
+  alignas(Arch::alignment()) std::int32_t idx[U];
   const auto flush = [&]() {
     for (std::size_t b = 0; b < bins; ++b) {
-      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]);
-      h0[b] = 0;
-      h1[b] = 0;
+      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]) +
+                   static_cast<std::int64_t>(h2[b]) + static_cast<std::int64_t>(h3[b]);
+      h0[b] = h1[b] = h2[b] = h3[b] = 0;
     }
   };
   constexpr std::size_t flush_every = std::size_t{1} << 30;
   std::size_t since_flush = 0;
   std::size_t i = 0;
-  for (; i + W <= n; i += W) {
-    const B v = B::load_unaligned(x + i);
-    const auto inside = (v >= blo) & (v <= bhi);
-    // For inside values the quotient is in [0, B], so the truncating conversion is exact-safe.
-    const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
-    // trunc(min(q, B-1)) == min(trunc(q), B-1) because B-1 is an integer.
-    const I b = xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside));
-    b.store_aligned(idx);
-    for (std::size_t l = 0; l + 1 < W; l += 2) {
+  for (; i + U <= n; i += U) {
+    for (std::size_t u = 0; u < 2; ++u) {
+      const B v = B::load_unaligned(x + i + u * W);
+      const auto inside = (v >= blo) & (v <= bhi);
+      // For inside values the quotient is in [0, B]; trunc(min(q, B-1)) == min(trunc(q), B-1).
+      const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
+      const I b =
+          xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside));
+      b.store_aligned(idx + u * W);
+    }
+    for (std::size_t l = 0; l < U; l += 4) {
       if (idx[l] >= 0)
         ++h0[idx[l]];
       if (idx[l + 1] >= 0)
         ++h1[idx[l + 1]];
+      if (idx[l + 2] >= 0)
+        ++h2[idx[l + 2]];
+      if (idx[l + 3] >= 0)
+        ++h3[idx[l + 3]];
     }
-    since_flush += W;
+    since_flush += U;
     if (since_flush >= flush_every) {
       flush();
       since_flush = 0;
