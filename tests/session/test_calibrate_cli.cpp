@@ -82,8 +82,9 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   REQUIRE(ptq::io::read_safetensors("cal_weights.safetensors", w, err));
   CHECK(w.find("conv1.weight"));
   CHECK(w.find("conv1.bias"));
-  CHECK_FALSE(w.find("bn1.weight"));  // fused away
-  CHECK_FALSE(w.find("bn1.running_var"));
+  CHECK(w.find("bn1.weight"));        // conv1 is in skip_fusion_layers: its BatchNorm stays
+  CHECK_FALSE(w.find("bn2.weight"));  // conv2 is fused: its BatchNorm is gone
+  CHECK_FALSE(w.find("bn2.running_var"));
   CHECK(w.find("fc.weight"));
   // Same inputs, another thread count: the same record, byte for byte.
   REQUIRE(run("calibrate " + ex + "/configs/dmq_balancer.cfg" + files +

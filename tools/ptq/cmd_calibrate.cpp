@@ -306,7 +306,7 @@ int run_bundled(calibrate_args a, ptq::session_options opt) {
     a.record = tmpl + "/record.txt";
     a.quant_config = tmpl + "/quant_config.json";
     a.fake_quant_weights = tmpl + "/fake_quant_weights.safetensors";
-    if (!a.quiet && !a.json)
+    if (!a.json)
       std::cout << "outputs go to " << tmpl << "\n";
   }
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
@@ -316,7 +316,7 @@ int run_bundled(calibrate_args a, ptq::session_options opt) {
   std::string err;
   if (!digits::load_digits((examples / "digits").string(), d, err))
     return error(err);
-  if (!a.quiet && !a.json) {
+  if (!a.json) {
     std::cout << "calibrating the bundled digits CNN (" << d.model.layers.size()
               << " quantizable layers) with " << a.config << "\n\n";
   }

@@ -251,7 +251,10 @@ class calibration_session {
   /// is finalized.
   [[nodiscard]] numeric_status feed(std::string_view name, const tensor_ref& input) {
     session_layer* l = nullptr;
-    if (auto st = lookup(name, session_phase::activations, "feed", l); !st)
+    // Once every layer is done, a further batch is still "more than batch_num" for its layer.
+    const session_phase want =
+        phase_ == session_phase::done ? session_phase::done : session_phase::activations;
+    if (auto st = lookup(name, want, "feed", l); !st)
       return st;
     if (!l->plan.quant_enable) {
       return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
