@@ -188,11 +188,24 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   auto back = ptq::io::read_npy(fq.string());
   REQUIRE(back.ok());
   CHECK(back.value().data == w);  // 0.5 is exactly on the grid (scale 0.5/127)
-  // fp16 scale and a float16 input
+  // FORCE_FP16_QUANT scale
   auto fp = run_cli({"observe", "--algo", "hfmg", "--fp16-scale", an.string()});
   REQUIRE(fp.exit_code == 0);
   CHECK(static_cast<float>(nlohmann::json::parse(fp.out).at("scale").get<double>()) ==
         ptq::fp16_scale(1.0f / 255.0f));
+  // the candidate rules and the thread count: same printed result for 1 and 3 threads
+  const auto inc = run_cli({"observe", "--algo", "ifmr", "--candidates", "inclusive", an.string()});
+  CHECK(inc.exit_code == 0);
+  const auto d013 = cases_dir / "013_ifmr_fine-step-student-t-1b-asym8" / "batch0.npy";
+  const std::vector<std::string> base{
+      "observe", "--algo",        "ifmr", "--search-range-start", "0.995", "--search-range-end",
+      "1.005",   "--search-step", "2e-05"};
+  auto one = base, three = base;
+  one.insert(one.end(), {"--threads", "1", d013.string()});
+  three.insert(three.end(), {"--threads", "3", d013.string()});
+  const auto r1 = run_cli(one), r3 = run_cli(three);
+  CHECK(r1.exit_code == 0);
+  CHECK(r1.out == r3.out);
   for (const auto& p : {junk, an, wn, fq})
     fs::remove(p);
 }

@@ -18,7 +18,7 @@ struct observe_options {
   bool asymmetric = true;
   std::string candidates = "toolkit";
   bool fp16 = false;
-  unsigned threads = 1;
+  unsigned threads = 0;  // all cores: the results do not depend on the thread count
   std::vector<std::string> batches;
 };
 
@@ -84,7 +84,8 @@ const ptq_cli::register_command reg{
            ->check(CLI::IsMember({"toolkit", "inclusive"}))
            ->capture_default_str();
        sub.add_flag("--fp16-scale", o->fp16, "FORCE_FP16_QUANT: round scale_d through fp16");
-       sub.add_option("--threads", o->threads, "worker threads (0 = all cores)")
+       sub.add_option("--threads", o->threads,
+                      "worker threads (0 = all cores; results are identical for any count)")
            ->capture_default_str();
        sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
        return [o]() -> int { return run_observe(*o); };
