@@ -141,7 +141,7 @@ inline void divide_by_factors(tensor& x, const std::vector<float>& f, ptq::layer
     x.reshape({shape[0], x.size() / shape[0]});
     shape = {x.shape()[0], x.shape()[1]};
   }
-  (void)ptq::dmq_apply_to_activation(x.data(), shape, ptq::to_layer_op(t), f);
+  (void)ptq::dmq_apply_to_activation(x.data(), shape, t, f);
 }
 
 struct pipeline_result {

@@ -99,12 +99,12 @@ TEST_CASE("ARQ: spec §8 vectors", "[algorithms][arq][spec8]") {
     w.push_back(1.0f);
   }
   const ptq::tensor_ref t{w.data(), {4, 1, 1, 12}, "w"};
-  auto pt = ptq::arq_calibrate(t, ptq::layer_op::conv2d, 1, {8, false});
+  auto pt = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, false});
   REQUIRE(pt.ok());
   REQUIRE(pt.value().scale.size() == 1);
   CHECK(pt.value().scale[0] == 1.0f / 127.0f);
   CHECK(pt.value().offset == std::vector<std::int32_t>{0});
-  auto cw = ptq::arq_calibrate(t, ptq::layer_op::conv2d, 1, {8, true});
+  auto cw = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true});
   REQUIRE(cw.ok());
   CHECK(cw.value().scale == std::vector<float>{1.0f / 127.0f, 1.0f, 1.0f / 127.0f, 1.0f / 127.0f});
   CHECK(cw.value().offset == std::vector<std::int32_t>{0, 0, 0, 0});
@@ -155,19 +155,19 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups (§3)", "[algorithms][ar
     for (auto& v : wt)
       v = nd(rng);
     const ptq::tensor_ref native{wt.data(), {8, 6, 3}, "w"};
-    auto a = ptq::arq_calibrate(native, ptq::layer_op::conv_transpose1d, groups, {8, true});
+    auto a = ptq::arq_calibrate(native, ptq::layer_type::conv_transpose1d, groups, {8, true});
     REQUIRE(a.ok());
     REQUIRE(a.value().scale.size() == 6 * groups);
     const auto re = ptq::rearrange_conv_transpose(native, groups);
     const ptq::tensor_ref rows{re.data(), {re.shape()[0], re.shape()[1], re.shape()[2]}, "r"};
-    auto b = ptq::arq_calibrate(rows, ptq::layer_op::conv1d, 1, {8, true});
+    auto b = ptq::arq_calibrate(rows, ptq::layer_type::conv1d, 1, {8, true});
     REQUIRE(b.ok());
     CHECK(a.value().scale == b.value().scale);
 
     // fake-quant in the native layout == fake-quant of the rearranged rows, rearranged back
     std::vector<float> fq = wt;
-    REQUIRE(ptq::arq_fake_quantize(fq.data(), native.shape, ptq::layer_op::conv_transpose1d, groups,
-                                   a.value())
+    REQUIRE(ptq::arq_fake_quantize(fq.data(), native.shape, ptq::layer_type::conv_transpose1d,
+                                   groups, a.value())
                 .ok());
     const std::size_t cin_g = 8 / groups, cout_g = 6;
     for (std::size_t ci = 0; ci < 8; ++ci)
@@ -185,40 +185,40 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups (§3)", "[algorithms][ar
 TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
   std::vector<float> w = {0.5f, -0.25f, 0.0f, 0.0f, 0.0f, 0.0f, -2.0f, 1.0f, 0.75f};
   const ptq::tensor_ref t{w.data(), {3, 3}, "fc.weight"};
-  auto r = ptq::arq_calibrate(t, ptq::layer_op::linear, 1, {6, true});
+  auto r = ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {6, true});
   REQUIRE(r.ok());
   CHECK(r.value().scale == std::vector<float>{0.5f / 31.0f, 1.0f, 2.0f / 32.0f});
   std::vector<std::int8_t> q(9);
-  REQUIRE(ptq::arq_quantize_int8(t, ptq::layer_op::linear, 1, r.value(), q.data()).ok());
+  REQUIRE(ptq::arq_quantize_int8(t, ptq::layer_type::linear, 1, r.value(), q.data()).ok());
   CHECK(q == std::vector<std::int8_t>{31, -16, 0, 0, 0, 0, -32, 16, 12});
   std::vector<std::int16_t> q16(9);
-  REQUIRE(ptq::arq_quantize_int16(t, ptq::layer_op::linear, 1, r.value(), q16.data()).ok());
+  REQUIRE(ptq::arq_quantize_int16(t, ptq::layer_type::linear, 1, r.value(), q16.data()).ok());
   CHECK(q16[6] == -32);
 
   w[4] = std::nanf("");
-  auto bad = ptq::arq_calibrate(t, ptq::layer_op::linear, 1, {8, true});
+  auto bad = ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {8, true});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == ptq::numeric_errc::non_finite);
   CHECK(bad.error().message == "fc.weight: NaN at flat index 4");
   w[4] = -HUGE_VALF;
-  CHECK(ptq::arq_calibrate(t, ptq::layer_op::linear, 1, {8, true}).error().message ==
+  CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {8, true}).error().message ==
         "fc.weight: -Inf at flat index 4");
 
   const ptq::tensor_ref empty{w.data(), {0, 3}, "e"};
-  CHECK(ptq::arq_calibrate(empty, ptq::layer_op::linear, 1, {}).error().code ==
+  CHECK(ptq::arq_calibrate(empty, ptq::layer_type::linear, 1, {}).error().code ==
         ptq::numeric_errc::empty_tensor);
   const ptq::tensor_ref rank{w.data(), {9}, "r"};
-  CHECK(ptq::arq_calibrate(rank, ptq::layer_op::conv2d, 1, {}).error().code ==
+  CHECK(ptq::arq_calibrate(rank, ptq::layer_type::conv2d, 1, {}).error().code ==
         ptq::numeric_errc::shape_mismatch);
   const ptq::tensor_ref ct{w.data(), {3, 3, 1}, "ct"};
-  CHECK(ptq::arq_calibrate(ct, ptq::layer_op::conv_transpose1d, 2, {}).error().code ==
+  CHECK(ptq::arq_calibrate(ct, ptq::layer_type::conv_transpose1d, 2, {}).error().code ==
         ptq::numeric_errc::shape_mismatch);
-  CHECK(ptq::arq_calibrate(t, ptq::layer_op::linear, 1, {1, true}).error().code ==
+  CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {1, true}).error().code ==
         ptq::numeric_errc::invalid_argument);
 
   ptq::weight_settings ada;
   ada.algo = ptq::weight_algo::ada;
-  CHECK(ptq::calibrate_weights(ada, t, ptq::layer_op::linear, 1).error().code ==
+  CHECK(ptq::calibrate_weights(ada, t, ptq::layer_type::linear, 1).error().code ==
         ptq::numeric_errc::invalid_argument);
 }
 
@@ -469,7 +469,7 @@ TEST_CASE("Python floor division in float32", "[algorithms][hfmg]") {
 namespace {
 
 struct dmq_case {
-  ptq::layer_op op;
+  ptq::layer_type op;
   std::size_t groups;
   std::vector<std::size_t> xshape, wshape;
 };
@@ -479,7 +479,7 @@ void cin_rows(const dmq_case& c, const std::vector<float>& x, const std::vector<
               std::vector<std::vector<float>>& xr, std::vector<std::vector<float>>& wr) {
   const auto& xs = c.xshape;
   const auto& ws = c.wshape;
-  if (c.op == ptq::layer_op::linear) {
+  if (c.op == ptq::layer_type::linear) {
     const std::size_t cin = xs.back();
     xr.assign(cin, {});
     for (std::size_t i = 0; i < x.size(); ++i)
@@ -532,22 +532,22 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
     const std::size_t n = u(1, 3);
     switch (type) {
       case 0:
-        c = {ptq::layer_op::linear, 1, {n, u(1, 3), cin}, {cout, cin}};
+        c = {ptq::layer_type::linear, 1, {n, u(1, 3), cin}, {cout, cin}};
         break;
       case 1:
-        c = {ptq::layer_op::conv1d, g, {n, cin, u(1, 9)}, {cout, cin / g, u(1, 3)}};
+        c = {ptq::layer_type::conv1d, g, {n, cin, u(1, 9)}, {cout, cin / g, u(1, 3)}};
         break;
       case 2:
-        c = {ptq::layer_op::conv2d, g, {n, cin, u(1, 5), u(1, 5)}, {cout, cin / g, 3, 3}};
+        c = {ptq::layer_type::conv2d, g, {n, cin, u(1, 5), u(1, 5)}, {cout, cin / g, 3, 3}};
         break;
       case 3:
-        c = {ptq::layer_op::conv_transpose2d, g, {n, cin, u(1, 4), u(1, 4)}, {cin, cout_g, 2, 2}};
+        c = {ptq::layer_type::conv_transpose2d, g, {n, cin, u(1, 4), u(1, 4)}, {cin, cout_g, 2, 2}};
         break;
       case 4:
-        c = {ptq::layer_op::conv_transpose1d, g, {n, cin, u(1, 7)}, {cin, cout_g, 3}};
+        c = {ptq::layer_type::conv_transpose1d, g, {n, cin, u(1, 7)}, {cin, cout_g, 3}};
         break;
       default:
-        c = {ptq::layer_op::conv3d, 1, {n, cin, 2, u(1, 3), 2}, {cout, cin, 1, 2, 1}};
+        c = {ptq::layer_type::conv3d, 1, {n, cin, 2, u(1, 3), 2}, {cout, cin, 1, 2, 1}};
         break;
     }
     std::size_t xn = 1, wn = 1;
@@ -563,7 +563,7 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
     // zero input channels in the activation and/or the weight (zero the whole Cin row)
     auto zero_x = [&](std::size_t ch) {
       for (std::size_t i = 0; i < xn; ++i) {
-        const bool last = c.op == ptq::layer_op::linear;
+        const bool last = c.op == ptq::layer_type::linear;
         const std::size_t inner = last ? 1 : xn / (c.xshape[0] * c.xshape[1]);
         const std::size_t chan = last ? i % cin : (i / inner) % cin;
         if (chan == ch)
@@ -577,7 +577,7 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
       const auto& ws = c.wshape;
       for (std::size_t i = 0; i < wn; ++i) {
         std::size_t row = 0;
-        if (c.op == ptq::layer_op::linear) {
+        if (c.op == ptq::layer_type::linear) {
           row = i % cin;
         } else if (ptq::is_conv_transpose(c.op)) {
           row = i / (wn / ws[0]);
@@ -625,15 +625,15 @@ TEST_CASE("DMQ edge cases and errors", "[algorithms][dmq]") {
   std::vector<float> x(2 * 3, 0.0f), w(4 * 3, 0.5f);
   const ptq::tensor_ref xt{x.data(), {2, 3}, "x"};
   const ptq::tensor_ref wt{w.data(), {4, 3}, "w"};
-  auto ones = ptq::dmq_factors(xt, wt, ptq::layer_op::linear, 1, {0.5});
+  auto ones = ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.5});
   REQUIRE(ones.ok());  // the toolkit crashes on all-zero activations; ptq gives ones (§10.9)
   CHECK(ones.value() == std::vector<float>{1.0f, 1.0f, 1.0f});
-  CHECK(ptq::dmq_factors(xt, wt, ptq::layer_op::linear, 1, {0.9}).error().code ==
+  CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.9}).error().code ==
         ptq::numeric_errc::invalid_argument);
   const ptq::tensor_ref w4{w.data(), {3, 4}, "w"};
-  CHECK(ptq::dmq_factors(xt, w4, ptq::layer_op::linear, 1, {0.5}).error().code ==
+  CHECK(ptq::dmq_factors(xt, w4, ptq::layer_type::linear, 1, {0.5}).error().code ==
         ptq::numeric_errc::shape_mismatch);
   x[5] = std::nanf("");
-  CHECK(ptq::dmq_factors(xt, wt, ptq::layer_op::linear, 1, {0.5}).error().message ==
+  CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.5}).error().message ==
         "x: NaN at flat index 5");
 }

@@ -95,7 +95,7 @@ TEST_CASE("the phases in order give the same numbers as the policies called dire
   CHECK(s.phase() == ptq::session_phase::activations);
   // ARQ per channel on the conv, per tensor on the Linear.
   const auto direct = ptq::arq::calibrate(ptq::as_tensor_ref(two_layers(false)[0].weight),
-                                          ptq::layer_op::conv2d, 1, {8, true});
+                                          ptq::layer_type::conv2d, 1, {8, true});
   REQUIRE(direct.ok());
   CHECK(s.layers()[0].weight_params->scale == direct.value().scale);
   CHECK(s.layers()[1].weight_params->scale.size() == 1);
@@ -173,7 +173,7 @@ TEST_CASE("DMQ: factors from the first input, weights times s, inputs divided by
   REQUIRE(s.feed_dmq("fc", ptq::as_tensor_ref(xf)).ok());
   const auto layers = two_layers(false);
   const auto want = ptq::dmq_factors(ptq::as_tensor_ref(xc), ptq::as_tensor_ref(layers[0].weight),
-                                     ptq::layer_op::conv2d, 1, {0.5f});
+                                     ptq::layer_type::conv2d, 1, {0.5f});
   REQUIRE(want.ok());
   CHECK(s.layers()[0].balance_factors == want.value());
   REQUIRE(s.quantize_weights().ok());
@@ -181,7 +181,7 @@ TEST_CASE("DMQ: factors from the first input, weights times s, inputs divided by
   REQUIRE(s.feed("fc", ptq::as_tensor_ref(xf)).ok());
   // The observed data is the input divided by the factors.
   xt::xarray<float> divided = xc;
-  REQUIRE(ptq::dmq_apply_to_activation(divided.data(), {2, 2, 5, 5}, ptq::layer_op::conv2d,
+  REQUIRE(ptq::dmq_apply_to_activation(divided.data(), {2, 2, 5, 5}, ptq::layer_type::conv2d,
                                        want.value())
               .ok());
   ptq::activation_observer ref(ptq::activation_settings{});

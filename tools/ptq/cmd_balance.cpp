@@ -19,7 +19,7 @@ struct balance_options {
 
 int run_balance(const balance_options& o) {
   const std::string cmd = "balance";
-  auto op = ptq_cli::parse_layer_op(o.type, cmd);
+  auto op = ptq_cli::parse_layer_type(o.type, cmd);
   if (!op)
     return ptq_cli::exit_error;
   auto a = ptq_cli::load_tensor(o.act, cmd);

@@ -182,8 +182,7 @@ bool write_fake_quant_weights(const std::string& path, const ptq::io::safetensor
       std::vector<float> inv(l.balance_factors.size());
       for (std::size_t c = 0; c < inv.size(); ++c)
         inv[c] = 1.0f / l.balance_factors[c];
-      (void)ptq::dmq_apply_to_weight(w.data.data(), w.shape, ptq::to_layer_op(l.desc.type),
-                                     l.desc.conv.groups, inv);
+      (void)ptq::dmq_apply_to_weight(w.data.data(), w.shape, l.desc.type, l.desc.conv.groups, inv);
     }
     replaced.push_back(std::move(w));
     if (l.fused) {

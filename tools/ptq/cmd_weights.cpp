@@ -23,7 +23,7 @@ struct weights_options {
 
 int run_weights(const weights_options& o) {
   const std::string cmd = "weights";
-  auto op = ptq_cli::parse_layer_op(o.type, cmd);
+  auto op = ptq_cli::parse_layer_type(o.type, cmd);
   if (!op)
     return ptq_cli::exit_error;
   auto t = ptq_cli::load_tensor(o.weight, cmd);
@@ -32,7 +32,7 @@ int run_weights(const weights_options& o) {
   ptq::arq_settings s;
   s.bits = o.bits;
   // The type's default (CHANNEL_WISE_TYPES, spec §3): per channel except Linear.
-  s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_op::linear);
+  s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_type::linear);
   const ptq::tensor_ref w{t->data.data(), t->shape, o.weight};
   auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
   if (!r)

@@ -58,9 +58,9 @@ template <class T, class F>
 }
 
 /// Layer type from its PyTorch class name; prints an error when unknown.
-[[nodiscard]] inline std::optional<ptq::layer_op> parse_layer_op(const std::string& name,
-                                                                 const std::string& command) {
-  auto op = ptq::layer_op_from_string(name);
+[[nodiscard]] inline std::optional<ptq::layer_type> parse_layer_type(const std::string& name,
+                                                                     const std::string& command) {
+  auto op = ptq::layer_type_from_string(name);
   if (!op)
     numeric_fail(command, "unknown layer type '" + name + "'");
   return op;

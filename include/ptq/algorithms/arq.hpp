@@ -49,7 +49,7 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
 /// ARQ: scale_w / offset_w of a weight in native layout ([Cout, Cin/g, k...] for Conv, [Cout, Cin]
 /// for Linear, [Cin, Cout/g, k...] for ConvTranspose).
 [[nodiscard]] inline numeric_result<weight_quant_result> arq_calibrate(
-    const tensor_ref& w, layer_op op, std::size_t groups, const arq_settings& s,
+    const tensor_ref& w, layer_type op, std::size_t groups, const arq_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (!valid_bits(s.bits)) {
     return make_numeric_error(numeric_errc::invalid_argument,
@@ -99,7 +99,7 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
 namespace detail {
 
 template <class Fn>
-numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer_op op,
+numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer_type op,
                                     std::size_t groups, const weight_quant_result& p,
                                     std::string_view name, Fn&& fn) {
   auto geo = output_channels(shape, op, groups, name);
@@ -131,7 +131,7 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 /// Fake-quantizes a weight in place (native layout): W <- clamp(round(W/s), qmin, qmax) * s per
 /// output channel. ConvTranspose weights are fake-quantized too (spec §5.3 [D]).
 [[nodiscard]] inline numeric_status arq_fake_quantize(
-    float* w, const std::vector<std::size_t>& shape, layer_op op, std::size_t groups,
+    float* w, const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
     const weight_quant_result& p, const kernels::kernel_set& k = kernels::default_kernels()) {
   return detail::for_each_channel_run(
       shape, op, groups, p, "weight",
@@ -142,7 +142,7 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 
 /// Integer weights (native layout) into a caller buffer of w.size() elements.
 [[nodiscard]] inline numeric_status arq_quantize_int8(
-    const tensor_ref& w, layer_op op, std::size_t groups, const weight_quant_result& p,
+    const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int8_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
   if (p.bits > 8) {
     return make_numeric_error(
@@ -157,7 +157,7 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 }
 
 [[nodiscard]] inline numeric_status arq_quantize_int16(
-    const tensor_ref& w, layer_op op, std::size_t groups, const weight_quant_result& p,
+    const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int16_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
   return detail::for_each_channel_run(
       w.shape, op, groups, p, w.name,
@@ -170,7 +170,7 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 struct arq {
   using settings = arq_settings;
   [[nodiscard]] static numeric_result<weight_quant_result> calibrate(
-      const tensor_ref& w, layer_op op, std::size_t groups, const settings& s,
+      const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return arq_calibrate(w, op, groups, s, k);
   }

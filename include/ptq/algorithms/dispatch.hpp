@@ -62,7 +62,7 @@ struct weight_settings {
 
 /// Weight calibration by runtime algorithm. ADA is not available yet: an invalid_argument error.
 [[nodiscard]] inline numeric_result<weight_quant_result> calibrate_weights(
-    const weight_settings& s, const tensor_ref& w, layer_op op, std::size_t groups,
+    const weight_settings& s, const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (s.algo == weight_algo::ada) {
     return make_numeric_error(numeric_errc::invalid_argument,

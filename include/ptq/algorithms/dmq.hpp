@@ -21,13 +21,13 @@ struct dmq_settings {
 };
 
 /// Input-channel count and the activation's channel axis for a layer kind.
-[[nodiscard]] constexpr bool dmq_channel_last(layer_op op) noexcept {
-  return op == layer_op::linear;
+[[nodiscard]] constexpr bool dmq_channel_last(layer_type op) noexcept {
+  return op == layer_type::linear;
 }
 
 /// Per input channel max|X| (axis 1 for convolutions, the last axis for Linear).
 [[nodiscard]] inline numeric_result<std::vector<float>> activation_channel_absmax(
-    const tensor_ref& x, layer_op op, const kernels::kernel_set& k = kernels::default_kernels()) {
+    const tensor_ref& x, layer_type op, const kernels::kernel_set& k = kernels::default_kernels()) {
   auto mm = checked_minmax(x.name, x.data, x.size(), k.minmax);
   if (!mm)
     return mm.error();
@@ -66,7 +66,7 @@ struct dmq_settings {
 
 /// Per input channel max|W| (weight in native layout; Cin-first view of spec §5.2).
 [[nodiscard]] inline numeric_result<std::vector<float>> weight_channel_absmax(
-    const tensor_ref& w, layer_op op, std::size_t groups,
+    const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   auto geo = output_channels(w.shape, op, groups, w.name);  // validates rank, groups, emptiness
   if (!geo)
@@ -82,7 +82,7 @@ struct dmq_settings {
       a[c] = k.absmax(w.data + c * row, row);
     return a;
   }
-  if (op == layer_op::linear) {  // [Cout, Cin]
+  if (op == layer_type::linear) {  // [Cout, Cin]
     const std::size_t cout = s[0], cin = s[1];
     std::vector<float> a(cin, 0.0f);
     for (std::size_t o = 0; o < cout; ++o) {
@@ -174,9 +174,9 @@ struct dmq_settings {
 
 /// DMQ factors (tensor_balance_factor, length Cin) of one layer.
 [[nodiscard]] inline numeric_result<std::vector<float>> dmq_factors(
-    const tensor_ref& act, const tensor_ref& weight, layer_op op, std::size_t groups,
+    const tensor_ref& act, const tensor_ref& weight, layer_type op, std::size_t groups,
     const dmq_settings& s, const kernels::kernel_set& k = kernels::default_kernels()) {
-  if (op == layer_op::avg_pool2d) {
+  if (op == layer_type::avg_pool2d) {
     return make_numeric_error(numeric_errc::invalid_argument, "DMQ does not support AvgPool2d");
   }
   auto a = activation_channel_absmax(act, op, k);
@@ -191,7 +191,7 @@ struct dmq_settings {
 /// W' = W · s along the input-channel axis (in place, native layout).
 [[nodiscard]] inline numeric_status dmq_apply_to_weight(float* w,
                                                         const std::vector<std::size_t>& shape,
-                                                        layer_op op, std::size_t groups,
+                                                        layer_type op, std::size_t groups,
                                                         const std::vector<float>& f) {
   auto geo = output_channels(shape, op, groups);
   if (!geo)
@@ -210,7 +210,7 @@ struct dmq_settings {
     }
     return numeric_ok{};
   }
-  if (op == layer_op::linear) {
+  if (op == layer_type::linear) {
     if (f.size() != shape[1]) {
       return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
     }
@@ -240,7 +240,7 @@ struct dmq_settings {
 /// X' = X / s along the activation's input-channel axis (in place).
 [[nodiscard]] inline numeric_status dmq_apply_to_activation(float* x,
                                                             const std::vector<std::size_t>& shape,
-                                                            layer_op op,
+                                                            layer_type op,
                                                             const std::vector<float>& f) {
   std::size_t n = 1;
   for (auto d : shape)

@@ -15,68 +15,29 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
+#include "ptq/core/layer_type.hpp"
 #include "ptq/kernels/minmax.hpp"
 
 namespace ptq {
 
-/// The layer kinds the numerics know (mirrors the PyTorch class names).
-enum class layer_op {
-  conv1d,
-  conv2d,
-  conv3d,
-  conv_transpose1d,
-  conv_transpose2d,
-  linear,
-  avg_pool2d,
-};
-
-[[nodiscard]] constexpr std::string_view to_string(layer_op op) noexcept {
-  switch (op) {
-    case layer_op::conv1d:
-      return "Conv1d";
-    case layer_op::conv2d:
-      return "Conv2d";
-    case layer_op::conv3d:
-      return "Conv3d";
-    case layer_op::conv_transpose1d:
-      return "ConvTranspose1d";
-    case layer_op::conv_transpose2d:
-      return "ConvTranspose2d";
-    case layer_op::linear:
-      return "Linear";
-    case layer_op::avg_pool2d:
-      return "AvgPool2d";
-  }
-  return "";
-}
-
-[[nodiscard]] inline std::optional<layer_op> layer_op_from_string(std::string_view s) noexcept {
-  for (auto op : {layer_op::conv1d, layer_op::conv2d, layer_op::conv3d, layer_op::conv_transpose1d,
-                  layer_op::conv_transpose2d, layer_op::linear, layer_op::avg_pool2d}) {
-    if (to_string(op) == s)
-      return op;
-  }
-  return std::nullopt;
-}
-
-[[nodiscard]] constexpr bool is_conv_transpose(layer_op op) noexcept {
-  return op == layer_op::conv_transpose1d || op == layer_op::conv_transpose2d;
+[[nodiscard]] constexpr bool is_conv_transpose(layer_type op) noexcept {
+  return op == layer_type::conv_transpose1d || op == layer_type::conv_transpose2d;
 }
 
 /// The weight rank of a layer kind (0 when the layer has no weight).
-[[nodiscard]] constexpr std::size_t weight_rank(layer_op op) noexcept {
+[[nodiscard]] constexpr std::size_t weight_rank(layer_type op) noexcept {
   switch (op) {
-    case layer_op::conv1d:
-    case layer_op::conv_transpose1d:
+    case layer_type::conv1d:
+    case layer_type::conv_transpose1d:
       return 3;
-    case layer_op::conv2d:
-    case layer_op::conv_transpose2d:
+    case layer_type::conv2d:
+    case layer_type::conv_transpose2d:
       return 4;
-    case layer_op::conv3d:
+    case layer_type::conv3d:
       return 5;
-    case layer_op::linear:
+    case layer_type::linear:
       return 2;
-    case layer_op::avg_pool2d:
+    case layer_type::avg_pool2d:
       return 0;
   }
   return 0;
@@ -165,7 +126,7 @@ struct channel_geometry {
 
 /// The output-channel geometry of a weight of layer kind `op` with `groups`.
 [[nodiscard]] inline numeric_result<channel_geometry> output_channels(
-    const std::vector<std::size_t>& shape, layer_op op, std::size_t groups,
+    const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
     std::string_view name = "weight") {
   const std::size_t rank = weight_rank(op);
   if (rank == 0) {
@@ -179,7 +140,7 @@ struct channel_geometry {
                                   " weight has rank " + std::to_string(rank) + ", got shape " +
                                   shape_string(shape));
   }
-  if (groups == 0 || (op == layer_op::linear && groups != 1)) {
+  if (groups == 0 || (op == layer_type::linear && groups != 1)) {
     return make_numeric_error(numeric_errc::invalid_argument,
                               std::string(name) + ": invalid groups " + std::to_string(groups));
   }

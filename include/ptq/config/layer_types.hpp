@@ -1,58 +1,13 @@
-// The layer types the toolkit quantizes and what each may do (spec §3). Standard library only.
+// The toolkit's list of quantizable type names, for `skip_layer_types` and
+// `override_layer_types`; the layer types themselves are in core. Standard library only.
 #pragma once
 
 #include <array>
-#include <cstdint>
-#include <optional>
 #include <string_view>
 
+#include "ptq/core/layer_type.hpp"
+
 namespace ptq {
-
-/// The layer types ptq resolves and calibrates (PyTorch class names).
-enum class layer_type : std::uint8_t {
-  conv1d,
-  conv2d,
-  conv3d,
-  conv_transpose1d,
-  conv_transpose2d,
-  linear,
-  avg_pool2d,
-};
-
-inline constexpr std::array<layer_type, 7> all_layer_types{
-    layer_type::conv1d,           layer_type::conv2d,           layer_type::conv3d,
-    layer_type::conv_transpose1d, layer_type::conv_transpose2d, layer_type::linear,
-    layer_type::avg_pool2d};
-
-/// PyTorch class name of a layer type, e.g. "ConvTranspose2d".
-[[nodiscard]] constexpr std::string_view to_string(layer_type t) noexcept {
-  switch (t) {
-    case layer_type::conv1d:
-      return "Conv1d";
-    case layer_type::conv2d:
-      return "Conv2d";
-    case layer_type::conv3d:
-      return "Conv3d";
-    case layer_type::conv_transpose1d:
-      return "ConvTranspose1d";
-    case layer_type::conv_transpose2d:
-      return "ConvTranspose2d";
-    case layer_type::linear:
-      return "Linear";
-    case layer_type::avg_pool2d:
-      return "AvgPool2d";
-  }
-  return "";
-}
-
-[[nodiscard]] constexpr std::optional<layer_type> layer_type_from_string(
-    std::string_view name) noexcept {
-  for (const auto t : all_layer_types) {
-    if (to_string(t) == name)
-      return t;
-  }
-  return std::nullopt;
-}
 
 /// Every type name the toolkit accepts in `skip_layer_types` and `override_layer_types`
 /// (QUANTIZABLE_TYPES). GRU and LSTM are valid there although ptq does not calibrate them.
@@ -66,43 +21,6 @@ inline constexpr std::array<std::string_view, 9> quantizable_type_names{
       return true;
   }
   return false;
-}
-
-/// CHANNEL_WISE_TYPES: weights may be quantized per output channel (default on).
-[[nodiscard]] constexpr bool supports_channel_wise(layer_type t) noexcept {
-  return t != layer_type::linear && t != layer_type::avg_pool2d;
-}
-/// INT16 activations: not Conv3d, not AvgPool2d, Linear only with a bias.
-[[nodiscard]] constexpr bool supports_int16_activation(layer_type t, bool has_bias) noexcept {
-  switch (t) {
-    case layer_type::conv3d:
-    case layer_type::avg_pool2d:
-      return false;
-    case layer_type::linear:
-      return has_bias;
-    default:
-      return true;
-  }
-}
-/// FUSE_TYPES: Conv+BN fusion.
-[[nodiscard]] constexpr bool supports_bn_fusion(layer_type t) noexcept {
-  return t == layer_type::conv1d || t == layer_type::conv2d || t == layer_type::conv3d;
-}
-/// ADA_ROUND_TYPES.
-[[nodiscard]] constexpr bool supports_ada_round(layer_type t) noexcept {
-  return t == layer_type::conv2d || t == layer_type::conv_transpose2d || t == layer_type::linear;
-}
-/// DMQ balancer: every type but AvgPool2d.
-[[nodiscard]] constexpr bool supports_dmq(layer_type t) noexcept {
-  return t != layer_type::avg_pool2d;
-}
-/// INT6/INT7 weights: Conv2d only.
-[[nodiscard]] constexpr bool supports_winograd_bits(layer_type t) noexcept {
-  return t == layer_type::conv2d;
-}
-/// Conv3d activations are always symmetric.
-[[nodiscard]] constexpr bool symmetric_only(layer_type t) noexcept {
-  return t == layer_type::conv3d;
 }
 
 }  // namespace ptq

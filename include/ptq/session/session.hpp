@@ -78,26 +78,6 @@ struct session_layer {
   double weight_sqnr_db = 0.0;
 };
 
-[[nodiscard]] constexpr layer_op to_layer_op(layer_type t) noexcept {
-  switch (t) {
-    case layer_type::conv1d:
-      return layer_op::conv1d;
-    case layer_type::conv2d:
-      return layer_op::conv2d;
-    case layer_type::conv3d:
-      return layer_op::conv3d;
-    case layer_type::conv_transpose1d:
-      return layer_op::conv_transpose1d;
-    case layer_type::conv_transpose2d:
-      return layer_op::conv_transpose2d;
-    case layer_type::linear:
-      return layer_op::linear;
-    case layer_type::avg_pool2d:
-      return layer_op::avg_pool2d;
-  }
-  return layer_op::conv2d;
-}
-
 class calibration_session {
  public:
   /// Resolves `config` for `layers`, checks their weights, and fuses Conv+BN. Errors: the
@@ -176,7 +156,7 @@ class calibration_session {
       return fail(std::string(name) +
                   ": the DMQ input was already fed (the factors come from one batch)");
     }
-    const auto op = to_layer_op(l->desc.type);
+    const auto op = l->desc.type;
     auto w = as_tensor_ref(l->desc.weight, l->desc.name + ".weight");
     auto act = input;
     if (act.name == "tensor")
@@ -268,8 +248,7 @@ class calibration_session {
     numeric_status st = numeric_ok{};
     if (!l->balance_factors.empty()) {
       std::vector<float> scaled(input.data, input.data + input.size());
-      st = dmq_apply_to_activation(scaled.data(), input.shape, to_layer_op(l->desc.type),
-                                   l->balance_factors);
+      st = dmq_apply_to_activation(scaled.data(), input.shape, l->desc.type, l->balance_factors);
       if (st)
         st = l->observer->observe(scaled.data(), scaled.size());
     } else {
@@ -375,7 +354,7 @@ class calibration_session {
     const std::string at = "layer '" + l.name + "': ";
     if (l.type == layer_type::avg_pool2d)
       return {};
-    const auto op = to_layer_op(l.type);
+    const auto op = l.type;
     std::vector<std::size_t> shape(l.weight.shape().begin(), l.weight.shape().end());
     if (auto g = output_channels(shape, op, l.conv.groups, l.name + ".weight"); !g) {
       return at + g.error().message;
@@ -461,7 +440,7 @@ class calibration_session {
       l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // spec §5.8
       return numeric_ok{};
     }
-    const auto op = to_layer_op(l.desc.type);
+    const auto op = l.desc.type;
     std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
     if (!l.balance_factors.empty()) {
       if (auto st = dmq_apply_to_weight(l.desc.weight.data(), shape, op, l.desc.conv.groups,
