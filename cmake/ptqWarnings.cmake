@@ -12,8 +12,12 @@
 # ptq_arch_sources(<target>)
 #   Runtime ISA dispatch support (xsimd): one translation unit per instruction set. Looks at the
 #   target's SOURCES and gives
-#     files ending in `_avx2.cpp`    -> -mavx2 -mfma
+#     files ending in `_avx2.cpp`    -> -mavx2 -mfma -ffp-contract=off
 #     files ending in `_avx512.cpp`  -> -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
+#                                       -ffp-contract=off
+#   -ffp-contract=off: with -mfma, GCC (and Clang) would otherwise fuse a*b+c into one FMA on
+#   their own, so the same source line would round differently per ISA; explicit xsimd::fma
+#   calls are unaffected. Kernels then match their scalar references bit for bit.
 #   Only those files get the flags; all other files keep the baseline ISA. Call it after all
 #   sources have been added to the target. Code in such a file must only run after a runtime
 #   check (xsimd::available_architectures()), and every function in it that uses xsimd types
@@ -24,8 +28,8 @@
 include_guard(GLOBAL)
 
 set(PTQ_WARNING_FLAGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion)
-set(PTQ_AVX2_FLAGS -mavx2 -mfma)
-set(PTQ_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma)
+set(PTQ_AVX2_FLAGS -mavx2 -mfma -ffp-contract=off)
+set(PTQ_AVX512_FLAGS -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -ffp-contract=off)
 
 function(ptq_target_warnings target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "NO_SANITIZE" "" "")
