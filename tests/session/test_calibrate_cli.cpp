@@ -49,12 +49,19 @@ TEST_CASE("ptq calibrate with no arguments: the bundled model, table and accurac
   const auto r = run("calibrate --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("outputs go to ") != std::string::npos);
+  const auto at = r.out.find("outputs go to ");
+  REQUIRE(at != std::string::npos);
+  const std::string folder = r.out.substr(at + 14, r.out.find('\n', at) - at - 14);
+  for (const char* f : {"/record.txt", "/quant_config.json", "/fake_quant_weights.safetensors"}) {
+    CHECK(std::remove((folder + f).c_str()) == 0);  // each output exists
+  }
+  CHECK(std::remove(folder.c_str()) == 0);
   CHECK(r.out.find("conv1") != std::string::npos);
   CHECK(r.out.find("accuracy on the test split: FP32 99.26 %") != std::string::npos);
   CHECK(r.err.empty() == false);  // the bundled quant.cfg's degradation warnings
-  const auto j = run("calibrate --quiet --json");
+  const auto j = run("calibrate --quiet --json --record json_record.txt");
   REQUIRE(j.code == 0);
+  CHECK(std::remove("json_record.txt") == 0);
   CHECK(j.out.find("\"fp32_accuracy\": 0.9925925925925926") != std::string::npos);
   CHECK(j.out.find("\"activation_sqnr_db\"") != std::string::npos);
 }
