@@ -72,13 +72,9 @@ struct progress_printer {
   }
 };
 
-std::string fmt(double v, int prec = 4) {
-  if (std::isnan(v))
-    return "-";
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
+std::string db(double v) {
   std::ostringstream s;
-  s << std::setprecision(prec) << v;
+  s << std::fixed << std::setprecision(1) << v << " dB";
   return s.str();
 }
 
@@ -127,14 +123,14 @@ std::vector<row> table_rows(const ptq::calibration_session& s, const std::vector
 void print_table(const std::vector<row>& rows) {
   std::cout << std::left << std::setw(12) << "layer" << std::setw(11) << "type" << std::setw(14)
             << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d" << std::setw(9)
-            << "offset_d" << std::setw(26) << "weight scale" << std::setw(10) << "w SQNR"
+            << "offset_d" << std::setw(28) << "weight scale" << std::setw(10) << "w SQNR"
             << "a SQNR\n";
   for (const auto& r : rows) {
     std::cout << std::left << std::setw(12) << r.layer << std::setw(11) << r.type << std::setw(14)
               << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d << std::setw(9)
-              << r.offset_d << std::setw(26) << r.wscale << std::setw(10)
-              << (std::isnan(r.wsqnr) ? "-" : fmt(r.wsqnr, 3) + " dB")
-              << (std::isnan(r.asqnr) ? "-" : fmt(r.asqnr, 3) + " dB") << '\n';
+              << r.offset_d << std::setw(28) << r.wscale << std::setw(10)
+              << (std::isnan(r.wsqnr) ? "-" : db(r.wsqnr))
+              << (std::isnan(r.asqnr) ? "-" : db(r.asqnr)) << '\n';
   }
 }
 
