@@ -1,12 +1,11 @@
 // `ptq calibrate`, run as a user would.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "../support/run_cli.hpp"
 #include "ptq/config/api.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/record.hpp"
@@ -14,27 +13,8 @@
 #ifdef PTQ_CLI_PATH
 namespace {
 
-struct run_result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-run_result run(const std::string& args) {
-  const std::string err_file = "ptq_calibrate_test_stderr.txt";
-  const std::string cmd = std::string(PTQ_CLI_PATH) + " " + args + " 2>" + err_file;
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  (void)ptq::read_text_file(err_file, r.err);
-  std::remove(err_file.c_str());
-  return r;
+ptq_test::cli_result run(const std::string& args) {
+  return ptq_test::run_cli(args);
 }
 
 const std::string ex = PTQ_EXAMPLES_DIR;

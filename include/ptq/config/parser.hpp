@@ -200,16 +200,15 @@ class text_binder {
     return false;
   }
 
-  bool to_uint32(const text_field& f, const text_value& v, std::uint32_t& out) {
+  // The sign and magnitude of an integer value; an error for anything else.
+  bool read_integer(const text_field& f, const text_value& v, bool& neg, unsigned long long& mag) {
     const auto& t = v.scalar;
     if (t.kind != token_kind::number) {
       error(diag_code::wrong_type, "field '" + f.name + "' takes an integer, not " + describe(t),
             v.where);
       return false;
     }
-    bool neg = false;
     bool overflow = false;
-    unsigned long long mag = 0;
     if (!parse_integer_text(t.text, neg, mag, overflow)) {
       if (looks_like_float(t.text)) {
         error(diag_code::value_does_not_fit,
@@ -219,9 +218,19 @@ class text_binder {
       }
       return false;
     }
-    if ((neg && mag != 0) || overflow || mag > 0xFFFFFFFFULL) {
+    if (overflow)
+      mag = ~0ULL;  // out of every 32-bit range below
+    return true;
+  }
+
+  bool to_uint32(const text_field& f, const text_value& v, std::uint32_t& out) {
+    bool neg = false;
+    unsigned long long mag = 0;
+    if (!read_integer(f, v, neg, mag))
+      return false;
+    if ((neg && mag != 0) || mag > 0xFFFFFFFFULL) {
       error(diag_code::value_does_not_fit,
-            "value " + t.text + " does not fit field '" + f.name +
+            "value " + v.scalar.text + " does not fit field '" + f.name +
                 "' (an unsigned 32-bit integer: 0 to 4294967295)",
             v.where);
       return false;
@@ -231,26 +240,14 @@ class text_binder {
   }
 
   bool to_int32(const text_field& f, const text_value& v, std::int32_t& out) {
-    const auto& t = v.scalar;
-    if (t.kind != token_kind::number) {
-      error(diag_code::wrong_type, "field '" + f.name + "' takes an integer, not " + describe(t),
-            v.where);
-      return false;
-    }
     bool neg = false;
-    bool overflow = false;
     unsigned long long mag = 0;
-    if (!parse_integer_text(t.text, neg, mag, overflow)) {
-      error(looks_like_float(t.text) ? diag_code::value_does_not_fit : diag_code::bad_number,
-            looks_like_float(t.text)
-                ? "field '" + f.name + "' takes an integer, not the number " + t.text
-                : "malformed number '" + t.text + "'",
-            v.where);
+    if (!read_integer(f, v, neg, mag))
       return false;
-    }
-    if (overflow || mag > (neg ? 0x80000000ULL : 0x7FFFFFFFULL)) {
+    if (mag > (neg ? 0x80000000ULL : 0x7FFFFFFFULL)) {
       error(diag_code::value_does_not_fit,
-            "value " + t.text + " does not fit field '" + f.name + "' (a signed 32-bit integer)",
+            "value " + v.scalar.text + " does not fit field '" + f.name +
+                "' (a signed 32-bit integer)",
             v.where);
       return false;
     }

@@ -70,12 +70,8 @@ class config_writer {
   }
   template <class T>
   static std::string float_text(T v) {
-    if (v != v)
-      return "nan";
-    std::string s = shortest_repr(v);
-    if (s == "inf" || s == "-inf")
-      return s;
-    return s;
+    return v != v ? "nan"
+                  : shortest_repr(v);  // to_chars writes "inf", "-inf" as the reader takes them
   }
   template <class T>
   void scalar(int depth, std::string_view name, const setting<T>& s) {
