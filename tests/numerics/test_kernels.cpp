@@ -181,11 +181,12 @@ TEST_CASE("fake-quant and quantize equal the reference", "[kernels]") {
           ref.fake_quant(x, n, q, fa.data());
           k.fake_quant(x, n, q, fb.data());
           REQUIRE(std::memcmp(fa.data(), fb.data(), (n + 1) * sizeof(float)) == 0);
-          std::vector<std::int8_t> ia(n + 1, 5), ib(n + 1, 5);
-          ref.quantize_i8(x, n, q, ia.data());
-          k.quantize_i8(x, n, q, ib.data());
-          if (q.qmax <= 127.0f)
+          if (q.qmax <= 127.0f) {  // an int8 output of a wider grid would not fit int8
+            std::vector<std::int8_t> ia(n + 1, 5), ib(n + 1, 5);
+            ref.quantize_i8(x, n, q, ia.data());
+            k.quantize_i8(x, n, q, ib.data());
             REQUIRE(ia == ib);
+          }
           std::vector<std::int16_t> sa(n + 1, 5), sb(n + 1, 5);
           ref.quantize_i16(x, n, q, sa.data());
           k.quantize_i16(x, n, q, sb.data());
