@@ -1,7 +1,9 @@
 // The bundled digits model calibrated through the session as an engine would drive it.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
+#include <utility>
 
 #include "digits_pipeline.hpp"
 #include "ptq/config.hpp"
@@ -19,7 +21,7 @@ const digits::digits_data& data() {
   return d;
 }
 
-digits::pipeline_result run(const std::string& config_file, unsigned threads = 1) {
+digits::pipeline_result compute(const std::string& config_file, unsigned threads) {
   std::string text;
   REQUIRE(ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file, text));
   const auto c = ptq::try_parse_config(text);
@@ -31,6 +33,17 @@ digits::pipeline_result run(const std::string& config_file, unsigned threads = 1
   INFO(r.error);
   REQUIRE(r.error.empty());
   return r;
+}
+
+// Each (config, threads) pipeline runs once per test process: the sanitizer build runs this
+// suite too, where a pipeline takes seconds.
+const digits::pipeline_result& run(const std::string& config_file, unsigned threads = 1) {
+  static std::map<std::pair<std::string, unsigned>, digits::pipeline_result> cache;
+  const auto key = std::make_pair(config_file, threads);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, compute(config_file, threads)).first;
+  return it->second;
 }
 
 }  // namespace
@@ -75,6 +88,6 @@ TEST_CASE("results are identical for every thread count", "[digits]") {
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg"}) {
     INFO(cfg);
     CHECK(run(cfg, 1).record == run(cfg, 2).record);
-    CHECK(run(cfg, 1).record == run(cfg, 1).record);
   }
+  CHECK(compute("quant.cfg", 1).record == run("quant.cfg", 1).record);  // and on a second run
 }
