@@ -202,7 +202,8 @@ inline hfmg_out hfmg_search(const hist& h, int bits) {
     const float half = d / 2.0f;
     double same = 0, left = 0, mid = 0, right = 0;
     for (long b = 0; b < nb; ++b) {
-      if (h.c[static_cast<std::size_t>(b)] == 0) continue;  // contributes exactly 0
+      if (h.c[static_cast<std::size_t>(b)] == 0)
+        continue;  // contributes exactly 0
       const float rho = static_cast<float>(h.c[static_cast<std::size_t>(b)]) / w;
       const float a = static_cast<float>(b - l) * w, e = a + w;
       const float i = std::min(D - 1.0f, std::max(0.0f, pyfloordiv(a, d)));
