@@ -84,7 +84,7 @@ TEST_CASE("the DMQ config records balance factors; the IFMR one does not", "[dig
   CHECK(hfmg.record.find("pool")->scale_w == std::vector<float>{1.0f});
 }
 
-TEST_CASE("results are identical for every thread count", "[digits]") {
+TEST_CASE("results are identical for every thread count", "[digits][slow]") {
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg"}) {
     INFO(cfg);
     CHECK(run(cfg, 1).record == run(cfg, 2).record);
