@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ptq/core.hpp"
+#include "ptq/kernels/gemm.hpp"
 #include "ptq/kernels/hfmg_loss.hpp"
 #include "ptq/kernels/histogram.hpp"
 #include "ptq/kernels/kernel_set.hpp"

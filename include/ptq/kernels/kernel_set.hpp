@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptq/kernels/gemm.hpp"
 #include "ptq/kernels/hfmg_loss.hpp"
 #include "ptq/kernels/histogram.hpp"
 #include "ptq/kernels/minmax.hpp"
@@ -40,6 +41,8 @@ struct kernel_set {
   extremes_result (*select_extremes)(const float*, std::size_t, std::size_t, std::size_t) = nullptr;
   double (*hfmg_loss)(const std::int32_t*, const float*, std::size_t,
                       const hfmg_loss_params&) noexcept = nullptr;
+  /// Single-precision GEMM (gemm.hpp); the reference set has the unfused reference.
+  void (*gemm)(const gemm_problem&, float*) = nullptr;
 };
 
 /// The scalar references as a kernel_set (the definition every SIMD set must equal).
@@ -55,6 +58,7 @@ struct kernel_set {
   k.quantize_i16 = &quantize_ref<std::int16_t>;
   k.select_extremes = &select_extremes_ref;
   k.hfmg_loss = &hfmg_loss_ref;
+  k.gemm = &gemm_ref_unfused;
   return k;
 }
 
@@ -75,6 +79,7 @@ kernel_set make_kernel_set() noexcept {
   k.quantize_i16 = &quantize_simd<Arch, std::int16_t>;
   k.select_extremes = &select_extremes_simd<Arch>;
   k.hfmg_loss = &hfmg_loss_simd<Arch>;
+  k.gemm = &gemm_simd<Arch>;
   return k;
 }
 

@@ -1,0 +1,351 @@
+// The layer arithmetic of AdaRound (spec §5.4 b): forward pass and weight gradient of Linear,
+// Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set (im2col / col2im for the
+// convolutions). Results are bit-identical for every thread count: threads only split the GEMM
+// outputs into independent tiles (each C element is computed by one GEMM call, whatever the
+// tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
+// along the GEMM's k axis (samples concatenated), so it has one fixed order.
+// Depends on core, kernels.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "ptq/algorithms/im2col.hpp"
+#include "ptq/algorithms/layer_geometry.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+
+/// Forward and weight gradient of one layer. Workspaces live in the object and are reused, so
+/// after the first call of a given minibatch size no call allocates. Not for concurrent use:
+/// one object per calling thread.
+class layer_compute {
+ public:
+  /// `threads` 0 or 1 = the calling thread only. Check status() before use.
+  explicit layer_compute(const layer_geometry& g, unsigned threads = 1,
+                         const kernels::kernel_set& k = kernels::default_kernels())
+      : g_(g), status_(validate_geometry(g)), k_(k), threads_(threads == 0 ? 1 : threads) {
+    if (status_.ok()) {
+      oh_ = output_h(g);
+      ow_ = output_w(g);
+    }
+  }
+
+  /// Whether the geometry is valid (validate_geometry); forward / weight_grad return it if not.
+  [[nodiscard]] const numeric_status& status() const noexcept { return status_; }
+  [[nodiscard]] const layer_geometry& geometry() const noexcept { return g_; }
+  [[nodiscard]] std::size_t out_h() const noexcept { return oh_; }
+  [[nodiscard]] std::size_t out_w() const noexcept { return ow_; }
+  [[nodiscard]] std::size_t input_size() const noexcept { return ptq::input_size(g_); }
+  [[nodiscard]] std::size_t output_size() const noexcept { return ptq::output_size(g_); }
+  [[nodiscard]] std::size_t weight_size() const noexcept { return ptq::weight_size(g_); }
+  [[nodiscard]] unsigned threads() const noexcept { return threads_; }
+  void set_threads(unsigned threads) noexcept { threads_ = threads == 0 ? 1 : threads; }
+
+  /// y[n, output_size()] = layer(x[n, input_size()]) with weight w (PyTorch layout) and bias
+  /// (out_channels values, or nullptr). y must not overlap x, w or bias.
+  [[nodiscard]] numeric_status forward(const float* x, std::size_t n, const float* w,
+                                       const float* bias, float* y) {
+    if (!status_.ok())
+      return status_;
+    tasks_.clear();
+    switch (g_.type) {
+      case layer_type::linear:
+        forward_linear(x, n, w, bias, y);
+        break;
+      case layer_type::conv2d:
+        forward_conv(x, n, w, bias, y);
+        break;
+      default:
+        forward_conv_transpose(x, n, w, bias, y);
+        break;
+    }
+    return numeric_ok{};
+  }
+
+  /// dw[weight_size()] = d(sum dy·y)/dw over the n samples, for y = forward(x) (the bias does not
+  /// matter). dw is overwritten; it must not overlap x or dy.
+  [[nodiscard]] numeric_status weight_grad(const float* x, std::size_t n, const float* dy,
+                                           float* dw) {
+    if (!status_.ok())
+      return status_;
+    tasks_.clear();
+    switch (g_.type) {
+      case layer_type::linear:
+        weight_grad_linear(x, n, dy, dw);
+        break;
+      case layer_type::conv2d:
+        weight_grad_conv(x, n, dy, dw);
+        break;
+      default:
+        weight_grad_conv_transpose(x, n, dy, dw);
+        break;
+    }
+    return numeric_ok{};
+  }
+
+ private:
+  /// A GEMM tile; with a bias, C is first filled with it (per row or per column) and accumulated.
+  struct gemm_task {
+    kernels::gemm_problem p;
+    const float* row_bias = nullptr;
+    const float* col_bias = nullptr;
+  };
+
+  /// Columns per tile when threads > 1: a multiple of every arch's register tile width, wide
+  /// enough that packing stays a small part of the work.
+  static constexpr std::size_t tile_cols = 192;
+
+  /// Adds p (with its bias) as one task, or split into column tiles when threads > 1 and there
+  /// are too few tasks to keep the threads busy.
+  void add_gemm(const kernels::gemm_problem& p, const float* row_bias, const float* col_bias,
+                std::size_t njobs) {
+    std::size_t cols = p.n;
+    if (threads_ > 1 && njobs < 4 * std::size_t{threads_}) {
+      const std::size_t want = (4 * std::size_t{threads_} + njobs - 1) / njobs;
+      const std::size_t per = (p.n + want - 1) / want;
+      cols = std::max(tile_cols, (per + tile_cols - 1) / tile_cols * tile_cols);
+    }
+    for (std::size_t j0 = 0; j0 < p.n; j0 += cols) {
+      gemm_task t;
+      t.p = p;
+      t.p.n = std::min(cols, p.n - j0);
+      t.p.b = p.trans_b ? p.b + j0 * p.ldb : p.b + j0;
+      t.p.c = p.c + j0;
+      t.row_bias = row_bias;
+      t.col_bias = col_bias == nullptr ? nullptr : col_bias + j0;
+      tasks_.push_back(t);
+    }
+  }
+
+  /// Runs fn(block, thread) for block in [0, nblocks): thread t takes blocks t, t + nt, ...
+  template <class Fn>
+  void run_blocks(std::size_t nblocks, Fn&& fn) {
+    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
+    kernels::parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
+      for (std::size_t b = t; b < nblocks; b += nt)
+        fn(b, t);
+    });
+  }
+
+  void run_tasks() {
+    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(tasks_.size(), 1));
+    if (gemm_ws_.size() < nt)
+      gemm_ws_.resize(nt);
+    for (std::size_t t = 0; t < nt; ++t)
+      gemm_ws_[t].resize(kernels::gemm_workspace_floats);
+    run_blocks(tasks_.size(), [this](std::size_t b, std::size_t t) {
+      gemm_task task = tasks_[b];
+      if (task.row_bias != nullptr || task.col_bias != nullptr) {
+        for (std::size_t i = 0; i < task.p.m; ++i) {
+          float* row = task.p.c + i * task.p.ldc;
+          for (std::size_t j = 0; j < task.p.n; ++j)
+            row[j] = task.row_bias != nullptr ? task.row_bias[i] : task.col_bias[j];
+        }
+        task.p.accumulate = true;
+      }
+      k_.gemm(task.p, gemm_ws_[t].data());
+    });
+  }
+
+  /// cat[c][s*plane + p] = src[s][c][p]: samples side by side, so a GEMM's k axis runs over
+  /// all of them in sample order.
+  void concat_samples(const float* src, std::size_t n, std::size_t channels, std::size_t plane) {
+    cat_.resize(n * channels * plane);
+    float* cat = cat_.data();
+    run_blocks(n, [=](std::size_t s, std::size_t) {
+      for (std::size_t c = 0; c < channels; ++c) {
+        std::memcpy(cat + c * n * plane + s * plane, src + (s * channels + c) * plane,
+                    plane * sizeof(float));
+      }
+    });
+  }
+
+  /// The window geometry of the convolution: for Conv2d over its input, for ConvTranspose2d over
+  /// its output (the adjoint convolution), per group.
+  [[nodiscard]] window_geometry windows() const noexcept {
+    window_geometry w;
+    const bool conv = g_.type == layer_type::conv2d;
+    w.channels = (conv ? g_.in_channels : g_.out_channels) / g_.groups;
+    w.img_h = conv ? g_.in_h : oh_;
+    w.img_w = conv ? g_.in_w : ow_;
+    w.kernel_h = g_.kernel_h;
+    w.kernel_w = g_.kernel_w;
+    w.stride_h = g_.stride_h;
+    w.stride_w = g_.stride_w;
+    w.pad_h = g_.pad_h;
+    w.pad_w = g_.pad_w;
+    w.dilation_h = g_.dilation_h;
+    w.dilation_w = g_.dilation_w;
+    w.out_h = conv ? oh_ : g_.in_h;
+    w.out_w = conv ? ow_ : g_.in_w;
+    return w;
+  }
+
+  /// col_[grp][rows, n*P] = im2col of every sample's group grp of `img` ([n, C, H, W]).
+  void gather(const float* img, std::size_t n) {
+    const window_geometry w = windows();
+    const std::size_t plane = w.img_h * w.img_w, P = w.out_h * w.out_w;
+    const std::size_t rows = w.channels * w.kernel_h * w.kernel_w, ld = n * P;
+    const std::size_t groups = g_.groups, cimg = w.channels * groups;
+    col_.resize(groups * rows * ld);
+    float* col = col_.data();
+    run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+      const std::size_t s = b / groups, grp = b % groups;
+      im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P, ld);
+    });
+  }
+
+  void forward_linear(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    kernels::gemm_problem p;  // Y[n, cout] = X[n, cin] · W^T
+    p.m = n;
+    p.n = g_.out_channels;
+    p.k = g_.in_channels;
+    p.a = x;
+    p.lda = g_.in_channels;
+    p.b = w;
+    p.ldb = g_.in_channels;
+    p.trans_b = true;
+    p.c = y;
+    p.ldc = g_.out_channels;
+    add_gemm(p, nullptr, bias, 1);
+    run_tasks();
+  }
+
+  void weight_grad_linear(const float* x, std::size_t n, const float* dy, float* dw) {
+    kernels::gemm_problem p;  // dW[cout, cin] = dY^T[cout, n] · X[n, cin]
+    p.m = g_.out_channels;
+    p.n = g_.in_channels;
+    p.k = n;
+    p.a = dy;
+    p.lda = g_.out_channels;
+    p.trans_a = true;
+    p.b = x;
+    p.ldb = g_.in_channels;
+    p.c = dw;
+    p.ldc = g_.in_channels;
+    add_gemm(p, nullptr, nullptr, 1);
+    run_tasks();
+  }
+
+  void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    gather(x, n);
+    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
+                      cout_g = g_.out_channels / groups, P = oh_ * ow_;
+    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w, ld = n * P;
+    for (std::size_t s = 0; s < n; ++s) {
+      for (std::size_t grp = 0; grp < groups; ++grp) {
+        kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col_g[:, s*P..]
+        p.m = cout_g;
+        p.n = P;
+        p.k = kdim;
+        p.a = w + grp * cout_g * kdim;
+        p.lda = kdim;
+        p.b = col_.data() + grp * kdim * ld + s * P;
+        p.ldb = ld;
+        p.c = y + (s * g_.out_channels + grp * cout_g) * P;
+        p.ldc = P;
+        add_gemm(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, n * groups);
+      }
+    }
+    run_tasks();
+  }
+
+  void weight_grad_conv(const float* x, std::size_t n, const float* dy, float* dw) {
+    gather(x, n);
+    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
+                      cout_g = g_.out_channels / groups, P = oh_ * ow_;
+    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w, ld = n * P;
+    concat_samples(dy, n, g_.out_channels, P);
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // dW_g[cout_g, kdim] = dYcat_g[cout_g, n*P] · col_g^T
+      p.m = cout_g;
+      p.n = kdim;
+      p.k = ld;
+      p.a = cat_.data() + grp * cout_g * ld;
+      p.lda = ld;
+      p.b = col_.data() + grp * kdim * ld;
+      p.ldb = ld;
+      p.trans_b = true;
+      p.c = dw + grp * cout_g * kdim;
+      p.ldc = kdim;
+      add_gemm(p, nullptr, nullptr, groups);
+    }
+    run_tasks();
+  }
+
+  void forward_conv_transpose(const float* x, std::size_t n, const float* w, const float* bias,
+                              float* y) {
+    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
+                      cout_g = g_.out_channels / groups, HW = g_.in_h * g_.in_w;
+    const std::size_t rows = cout_g * g_.kernel_h * g_.kernel_w, ld = n * HW;
+    concat_samples(x, n, g_.in_channels, HW);
+    col_.resize(groups * rows * ld);
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // cols_g[rows, n*HW] = W_g^T[rows, cin_g] · Xcat_g[cin_g, n*HW]
+      p.m = rows;
+      p.n = ld;
+      p.k = cin_g;
+      p.a = w + grp * cin_g * rows;
+      p.lda = rows;
+      p.trans_a = true;
+      p.b = cat_.data() + grp * cin_g * ld;
+      p.ldb = ld;
+      p.c = col_.data() + grp * rows * ld;
+      p.ldc = ld;
+      add_gemm(p, nullptr, nullptr, groups);
+    }
+    run_tasks();
+    const window_geometry win = windows();
+    const std::size_t P = oh_ * ow_;
+    const float* col = col_.data();
+    run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+      const std::size_t s = b / groups, grp = b % groups;
+      float* img = y + (s * g_.out_channels + grp * cout_g) * P;
+      for (std::size_t c = 0; c < cout_g; ++c) {
+        const float v = bias == nullptr ? 0.0f : bias[grp * cout_g + c];
+        std::fill(img + c * P, img + (c + 1) * P, v);
+      }
+      col2im(win, col + grp * rows * ld + s * HW, ld, img);
+    });
+  }
+
+  void weight_grad_conv_transpose(const float* x, std::size_t n, const float* dy, float* dw) {
+    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
+                      cout_g = g_.out_channels / groups, HW = g_.in_h * g_.in_w;
+    const std::size_t rows = cout_g * g_.kernel_h * g_.kernel_w, ld = n * HW;
+    gather(dy, n);  // col_g[rows, n*HW]: the windows of dy the transpose's input pixels feed
+    concat_samples(x, n, g_.in_channels, HW);
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // dW_g[cin_g, rows] = Xcat_g[cin_g, n*HW] · col_g^T
+      p.m = cin_g;
+      p.n = rows;
+      p.k = ld;
+      p.a = cat_.data() + grp * cin_g * ld;
+      p.lda = ld;
+      p.b = col_.data() + grp * rows * ld;
+      p.ldb = ld;
+      p.trans_b = true;
+      p.c = dw + grp * cin_g * rows;
+      p.ldc = rows;
+      add_gemm(p, nullptr, nullptr, groups);
+    }
+    run_tasks();
+  }
+
+  layer_geometry g_;
+  numeric_status status_;
+  kernels::kernel_set k_;
+  unsigned threads_ = 1;
+  std::size_t oh_ = 0;
+  std::size_t ow_ = 0;
+  std::vector<gemm_task> tasks_;
+  std::vector<std::vector<float>> gemm_ws_;  // one packing workspace per thread
+  std::vector<float> col_;                   // im2col (or the transpose's GEMM output)
+  std::vector<float> cat_;                   // samples side by side
+};
+
+}  // namespace ptq
