@@ -122,11 +122,25 @@ inline void gemm_pack_a(const gemm_problem& p, std::size_t i0, std::size_t mb, s
 }
 
 /// Packs k [p0, p0+kb) x columns [j0, j0+nb) of B as nr-column slivers (columns past nb zero).
-inline void gemm_pack_b(const gemm_problem& p, std::size_t j0, std::size_t nb, std::size_t p0,
-                        std::size_t kb, std::size_t nr, float* out) noexcept {
+/// out is aligned to the arch.
+template <class Arch>
+void gemm_pack_b(const gemm_problem& p, std::size_t j0, std::size_t nb, std::size_t p0,
+                 std::size_t kb, float* out) noexcept {
+  using B = fbatch<Arch>;
+  constexpr std::size_t W = B::size, nr = gemm_nr<Arch>;
   for (std::size_t s = 0; s < nb; s += nr) {
     const std::size_t cols = nb - s < nr ? nb - s : nr;
-    if (!p.trans_b) {
+    if (!p.trans_b && cols == nr) {
+      // Full slivers of a row-major B: whole batches (with small m, packing B is a large part
+      // of the work).
+      for (std::size_t q = 0; q < kb; ++q) {
+        const float* src = p.b + (p0 + q) * p.ldb + j0 + s;
+        B::load_unaligned(src).store_aligned(out);
+        B::load_unaligned(src + W).store_aligned(out + W);
+        B::load_unaligned(src + 2 * W).store_aligned(out + 2 * W);
+        out += nr;
+      }
+    } else if (!p.trans_b) {
       for (std::size_t q = 0; q < kb; ++q) {
         const float* src = p.b + (p0 + q) * p.ldb + j0 + s;
         for (std::size_t jj = 0; jj < cols; ++jj)
@@ -259,7 +273,7 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
     for (std::size_t pc = 0; pc < p.k; pc += gemm_kc) {
       const std::size_t kb = p.k - pc < gemm_kc ? p.k - pc : gemm_kc;
       const bool load = p.accumulate || pc > 0;  // later k blocks continue the stored sums
-      detail::gemm_pack_b(p, jc, nb, pc, kb, nr, bpack);
+      detail::gemm_pack_b<Arch>(p, jc, nb, pc, kb, bpack);
       for (std::size_t ic = 0; ic < p.m; ic += gemm_mc) {
         const std::size_t mb = p.m - ic < gemm_mc ? p.m - ic : gemm_mc;
         detail::gemm_pack_a(p, ic, mb, pc, kb, apack);

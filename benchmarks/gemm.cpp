@@ -1,0 +1,228 @@
+// GEMM throughput on the AdaRound shapes (spec §5.4 b, minibatches of 32 samples): Linear
+// 512->512 and Conv2d 64->64 3x3 on 16x16 inputs, forward and weight gradient, through
+// ptq::layer_compute (im2col, copies and GEMM) and as the bare GEMM calls it makes. Each is
+// reported beside the machine's peak measured in the same run: a plain multiply-add loop of the
+// same arch (12 independent accumulator chains in registers, a fused multiply-add exactly when
+// the GEMM uses one), so `of_peak` reads as the fraction of peak the GEMM reaches.
+//
+// The arch is xsimd::default_arch of this TU (sse2 in a default x86-64 build); for the AVX2
+// figures configure with -DCMAKE_CXX_FLAGS="-mavx2 -mfma". Times are this thread's CPU time, best
+// iteration, so other processes sharing the cores disturb them little.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <ctime>
+#include <random>
+#include <vector>
+
+#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace {
+
+using arch = xsimd::default_arch;
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// The peak loop: 12 independent chains acc = acc·m + c (the GEMM's multiply-add of this arch).
+[[gnu::noinline]] float madd_loop(std::size_t iters, float m, float c) {
+  using B = xsimd::batch<float, arch>;
+  const B vm(m), vc(c);
+  B a0(0.0f), a1(0.1f), a2(0.2f), a3(0.3f), a4(0.4f), a5(0.5f);
+  B a6(0.6f), a7(0.7f), a8(0.8f), a9(0.9f), a10(1.0f), a11(1.1f);
+  for (std::size_t i = 0; i < iters; ++i) {
+    a0 = ptq::kernels::detail::gemm_madd<arch>(a0, vm, vc);
+    a1 = ptq::kernels::detail::gemm_madd<arch>(a1, vm, vc);
+    a2 = ptq::kernels::detail::gemm_madd<arch>(a2, vm, vc);
+    a3 = ptq::kernels::detail::gemm_madd<arch>(a3, vm, vc);
+    a4 = ptq::kernels::detail::gemm_madd<arch>(a4, vm, vc);
+    a5 = ptq::kernels::detail::gemm_madd<arch>(a5, vm, vc);
+    a6 = ptq::kernels::detail::gemm_madd<arch>(a6, vm, vc);
+    a7 = ptq::kernels::detail::gemm_madd<arch>(a7, vm, vc);
+    a8 = ptq::kernels::detail::gemm_madd<arch>(a8, vm, vc);
+    a9 = ptq::kernels::detail::gemm_madd<arch>(a9, vm, vc);
+    a10 = ptq::kernels::detail::gemm_madd<arch>(a10, vm, vc);
+    a11 = ptq::kernels::detail::gemm_madd<arch>(a11, vm, vc);
+  }
+  const B s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
+  return xsimd::hadd(s);
+}
+
+/// Peak GFLOP/s of this thread (2 flops per lane per multiply-add), best of 5; measured once.
+double peak_gflops() {
+  static const double peak = [] {
+    constexpr std::size_t iters = 20'000'000;
+    double best = 1e30;
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = cpu_seconds();
+      benchmark::DoNotOptimize(madd_loop(iters, 0.999999f, 1e-3f));
+      best = std::min(best, cpu_seconds() - t0);
+    }
+    const double flops = 2.0 * 12.0 * static_cast<double>(xsimd::batch<float, arch>::size) *
+                         static_cast<double>(iters);
+    return flops / best * 1e-9;
+  }();
+  return peak;
+}
+
+std::vector<float> normal_floats(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = nd(rng);
+  return v;
+}
+
+/// Times f (best iteration, CPU time) and reports GFLOP/s, the peak and the fraction of it.
+template <class F>
+void run_vs_peak(benchmark::State& state, double flops, F&& f) {
+  const double peak = peak_gflops();
+  double best = 1e30;
+  for (auto _ : state) {
+    const double t0 = cpu_seconds();
+    f();
+    const double s = cpu_seconds() - t0;
+    best = std::min(best, s);
+    state.SetIterationTime(s);
+  }
+  state.counters["GFLOPs"] = flops / best * 1e-9;
+  state.counters["peak_GFLOPs"] = peak;
+  state.counters["of_peak"] = flops / best * 1e-9 / peak;
+  state.SetLabel(arch::name());
+}
+
+constexpr std::size_t batch = 32;
+
+ptq::layer_geometry linear_512() {
+  ptq::layer_geometry g;
+  g.type = ptq::layer_type::linear;
+  g.in_channels = 512;
+  g.out_channels = 512;
+  return g;
+}
+
+ptq::layer_geometry conv_64_3x3_16() {
+  ptq::layer_geometry g;
+  g.type = ptq::layer_type::conv2d;
+  g.in_channels = 64;
+  g.out_channels = 64;
+  g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  g.in_h = g.in_w = 16;
+  return g;
+}
+
+/// 2·(multiply-adds) of one forward (= one weight gradient) on the minibatch.
+double layer_flops(const ptq::layer_geometry& g) {
+  const double kk = static_cast<double>(g.kernel_h * g.kernel_w);
+  const double p = static_cast<double>(ptq::output_h(g) * ptq::output_w(g));
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(g.out_channels) *
+         static_cast<double>(g.in_channels / g.groups) * kk * p;
+}
+
+void layer_bench(benchmark::State& state, const ptq::layer_geometry& g, bool grad) {
+  const auto k = ptq::kernels::make_kernel_set<arch>();
+  ptq::layer_compute lc(g, 1, k);
+  const auto x = normal_floats(batch * lc.input_size(), 1);
+  const auto w = normal_floats(lc.weight_size(), 2);
+  const auto b = normal_floats(g.out_channels, 3);
+  const auto dy = normal_floats(batch * lc.output_size(), 4);
+  std::vector<float> y(batch * lc.output_size()), dw(lc.weight_size());
+  run_vs_peak(state, layer_flops(g), [&] {
+    const auto s = grad ? lc.weight_grad(x.data(), batch, dy.data(), dw.data())
+                        : lc.forward(x.data(), batch, w.data(), b.data(), y.data());
+    benchmark::DoNotOptimize(s.ok());
+    benchmark::ClobberMemory();
+  });
+}
+
+/// The bare GEMM calls of a layer: `calls` problems of m x n x k with the given transpositions.
+void gemm_bench(benchmark::State& state, std::size_t m, std::size_t n, std::size_t k, bool ta,
+                bool tb, std::size_t calls) {
+  const auto ks = ptq::kernels::make_kernel_set<arch>();
+  const auto a = normal_floats(m * k, 5);
+  const auto b = normal_floats(k * n * calls, 6);
+  std::vector<float> c(m * n * calls), ws(ptq::kernels::gemm_workspace_floats);
+  run_vs_peak(state, 2.0 * static_cast<double>(m * n * k * calls), [&] {
+    for (std::size_t i = 0; i < calls; ++i) {
+      ptq::kernels::gemm_problem p;
+      p.m = m;
+      p.n = n;
+      p.k = k;
+      p.a = a.data();
+      p.lda = ta ? m : k;
+      p.trans_a = ta;
+      p.b = b.data() + i * k * n;
+      p.ldb = tb ? k : n;
+      p.trans_b = tb;
+      p.c = c.data() + i * m * n;
+      p.ldc = n;
+      ks.gemm(p, ws.data());
+    }
+    benchmark::ClobberMemory();
+  });
+}
+
+}  // namespace
+
+static void BM_peak_madd_loop(benchmark::State& state) {
+  constexpr std::size_t iters = 1'000'000;
+  const double flops = 2.0 * 12.0 * static_cast<double>(xsimd::batch<float, arch>::size) *
+                       static_cast<double>(iters);
+  run_vs_peak(state, flops, [&] { benchmark::DoNotOptimize(madd_loop(iters, 0.999999f, 1e-3f)); });
+}
+BENCHMARK(BM_peak_madd_loop)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_linear512_forward_n32(benchmark::State& state) {
+  layer_bench(state, linear_512(), false);
+}
+BENCHMARK(BM_linear512_forward_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_linear512_weight_grad_n32(benchmark::State& state) {
+  layer_bench(state, linear_512(), true);
+}
+BENCHMARK(BM_linear512_weight_grad_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_conv64_3x3_16x16_forward_n32(benchmark::State& state) {
+  layer_bench(state, conv_64_3x3_16(), false);
+}
+BENCHMARK(BM_conv64_3x3_16x16_forward_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_conv64_3x3_16x16_weight_grad_n32(benchmark::State& state) {
+  layer_bench(state, conv_64_3x3_16(), true);
+}
+BENCHMARK(BM_conv64_3x3_16x16_weight_grad_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The same work as bare GEMM calls (no im2col, no copies): what the kernel itself reaches.
+static void BM_gemm_linear_forward_32x512x512_NT(benchmark::State& state) {
+  gemm_bench(state, 32, 512, 512, false, true, 1);
+}
+BENCHMARK(BM_gemm_linear_forward_32x512x512_NT)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_gemm_linear_weight_grad_512x512x32_TN(benchmark::State& state) {
+  gemm_bench(state, 512, 512, 32, true, false, 1);
+}
+BENCHMARK(BM_gemm_linear_weight_grad_512x512x32_TN)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_gemm_conv_forward_32x_64x256x576_NN(benchmark::State& state) {
+  gemm_bench(state, 64, 256, 576, false, false, 32);
+}
+BENCHMARK(BM_gemm_conv_forward_32x_64x256x576_NN)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_gemm_conv_weight_grad_64x576x8192_NT(benchmark::State& state) {
+  gemm_bench(state, 64, 576, 8192, false, true, 1);
+}
+BENCHMARK(BM_gemm_conv_weight_grad_64x576x8192_NT)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+static void BM_gemm_square_512_NN(benchmark::State& state) {
+  gemm_bench(state, 512, 512, 512, false, false, 1);
+}
+BENCHMARK(BM_gemm_square_512_NN)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
