@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ptq/algorithms/activation_fn.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/config/layer_types.hpp"
 
@@ -23,28 +24,6 @@ struct conv_attributes {
   std::vector<std::size_t> dilation;
   std::size_t groups = 1;
   std::string padding_mode = "zeros";  ///< the toolkit quantizes only "zeros"
-};
-
-/// The activation that follows a layer (needed by AdaRound; PyTorch module names).
-enum class activation_kind : std::uint8_t {
-  none,
-  relu,
-  relu6,
-  sigmoid,
-  tanh,
-  leaky_relu,
-  prelu,
-  gelu,
-  rrelu,
-};
-
-struct activation_desc {
-  activation_kind kind = activation_kind::none;
-  float negative_slope = 0.01f;     ///< LeakyReLU
-  std::vector<float> prelu_weight;  ///< PReLU (1 or C values)
-  bool gelu_tanh = false;           ///< GELU(approximate="tanh")
-  float rrelu_lower = 1.0f / 8.0f;  ///< RReLU, eval form: slope (lower + upper) / 2
-  float rrelu_upper = 1.0f / 3.0f;
 };
 
 /// One quantizable layer of the caller's model.
