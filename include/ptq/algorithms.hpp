@@ -3,6 +3,8 @@
 #pragma once
 
 #include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/activation_fn.hpp"
+#include "ptq/algorithms/ada_kl.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/algorithms/dispatch.hpp"
