@@ -346,7 +346,15 @@ TEST_CASE("layer results are bit-identical for 1, 2, 3 threads and equal the ref
   t.in_h = 9;
   t.in_w = 8;
   cases.push_back({"conv_transpose2d", t});
-  const std::size_t n = 32;
+  // Big enough that the weight gradient gathers its 20 samples in two chunks.
+  layer_geometry big;
+  big.type = layer_type::conv2d;
+  big.in_channels = big.out_channels = 32;
+  big.kernel_h = big.kernel_w = 3;
+  big.pad_h = big.pad_w = 1;
+  big.in_h = big.in_w = 16;
+  const std::size_t n = 20;
+  cases.push_back({"conv2d 32->32 3x3 16x16", big});
   for (const auto& ak : ptq_layers_test::available_kernels()) {
     ptq::kernels::kernel_set ref = ak.set;
     ref.gemm = ak.fused ? &ptq::kernels::gemm_ref_fused : &ptq::kernels::gemm_ref_unfused;

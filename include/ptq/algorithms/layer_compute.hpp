@@ -132,11 +132,7 @@ class layer_compute {
   }
 
   void run_tasks() {
-    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(tasks_.size(), 1));
-    if (gemm_ws_.size() < nt)
-      gemm_ws_.resize(nt);
-    for (std::size_t t = 0; t < nt; ++t)
-      gemm_ws_[t].resize(kernels::gemm_workspace_floats);
+    prepare_threads(tasks_.size(), 0);
     run_blocks(tasks_.size(), [this](std::size_t b, std::size_t t) {
       gemm_task task = tasks_[b];
       if (task.row_bias != nullptr || task.col_bias != nullptr) {
@@ -231,50 +227,106 @@ class layer_compute {
     run_tasks();
   }
 
-  void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
-    gather(x, n);
-    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
-                      cout_g = g_.out_channels / groups, P = oh_ * ow_;
-    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w, ld = n * P;
-    for (std::size_t s = 0; s < n; ++s) {
-      for (std::size_t grp = 0; grp < groups; ++grp) {
-        kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col_g[:, s*P..]
-        p.m = cout_g;
-        p.n = P;
-        p.k = kdim;
-        p.a = w + grp * cout_g * kdim;
-        p.lda = kdim;
-        p.b = col_.data() + grp * kdim * ld + s * P;
-        p.ldb = ld;
-        p.c = y + (s * g_.out_channels + grp * cout_g) * P;
-        p.ldc = P;
-        add_gemm(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, n * groups);
-      }
+  /// Sizes the per-thread workspaces for nblocks blocks (col_floats of im2col each).
+  void prepare_threads(std::size_t nblocks, std::size_t col_floats) {
+    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
+    if (gemm_ws_.size() < nt)
+      gemm_ws_.resize(nt);
+    if (thread_col_.size() < nt)
+      thread_col_.resize(nt);
+    for (std::size_t t = 0; t < nt; ++t) {
+      gemm_ws_[t].resize(kernels::gemm_workspace_floats);
+      if (thread_col_[t].size() < col_floats)
+        thread_col_[t].resize(col_floats);
     }
-    run_tasks();
+  }
+
+  /// One task per (sample, group): its im2col goes to the thread's buffer, still in cache when
+  /// the GEMM reads it.
+  void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    const window_geometry win = windows();
+    const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
+    const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
+    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w;
+    prepare_threads(n * groups, kdim * P);
+    run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
+      const std::size_t s = blk / groups, grp = blk % groups;
+      float* col = thread_col_[t].data();
+      im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P);
+      kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col[kdim, P]
+      p.m = cout_g;
+      p.n = P;
+      p.k = kdim;
+      p.a = w + grp * cout_g * kdim;
+      p.lda = kdim;
+      p.b = col;
+      p.ldb = P;
+      p.c = y + (s * g_.out_channels + grp * cout_g) * P;
+      p.ldc = P;
+      if (bias != nullptr) {
+        for (std::size_t i = 0; i < cout_g; ++i)
+          std::fill(p.c + i * P, p.c + (i + 1) * P, bias[grp * cout_g + i]);
+        p.accumulate = true;
+      }
+      k_.gemm(p, gemm_ws_[t].data());
+    });
+  }
+
+  /// Samples gathered per chunk of the weight gradient (about 4 MB of im2col, so it stays in
+  /// the last-level cache between the gather and the GEMMs).
+  static constexpr std::size_t grad_chunk_floats = std::size_t{1} << 20;
+
+  /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · col_s,g^T, where col is the im2col of
+  /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels = m·groups.
+  /// Every output tile runs the samples in order, one GEMM per sample continuing the sums in
+  /// dw, which is the same float sequence as one GEMM with the samples along k.
+  void weight_grad_chunked(const float* img, const float* a, std::size_t a_channels, std::size_t n,
+                           float* dw) {
+    const window_geometry win = windows();
+    const std::size_t groups = g_.groups, m = a_channels / groups;
+    const std::size_t P = win.out_h * win.out_w,
+                      img_sample = win.channels * groups * win.img_h * win.img_w;
+    const std::size_t kdim = win.channels * win.kernel_h * win.kernel_w;
+    if (n == 0) {
+      std::fill(dw, dw + groups * m * kdim, 0.0f);
+      return;
+    }
+    const std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / (groups * kdim * P));
+    for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
+      const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
+      gather(img + s0 * img_sample, cnt);
+      tasks_.clear();
+      for (std::size_t grp = 0; grp < groups; ++grp) {
+        kernels::gemm_problem p;  // the chunk's first sample; the task steps through the others
+        p.m = m;
+        p.n = kdim;
+        p.k = P;
+        p.a = a + (s0 * a_channels + grp * m) * P;
+        p.lda = P;
+        p.b = col_.data() + grp * kdim * ld;
+        p.ldb = ld;
+        p.trans_b = true;
+        p.c = dw + grp * m * kdim;
+        p.ldc = kdim;
+        p.accumulate = s0 > 0;
+        add_gemm(p, nullptr, nullptr, groups);
+      }
+      prepare_threads(tasks_.size(), 0);
+      run_blocks(tasks_.size(), [&](std::size_t blk, std::size_t t) {
+        const kernels::gemm_problem& first = tasks_[blk].p;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          kernels::gemm_problem p = first;
+          p.a = first.a + i * a_channels * P;
+          p.b = first.b + i * P;
+          p.accumulate = first.accumulate || i > 0;
+          k_.gemm(p, gemm_ws_[t].data());
+        }
+      });
+    }
   }
 
   void weight_grad_conv(const float* x, std::size_t n, const float* dy, float* dw) {
-    gather(x, n);
-    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
-                      cout_g = g_.out_channels / groups, P = oh_ * ow_;
-    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w, ld = n * P;
-    concat_samples(dy, n, g_.out_channels, P);
-    for (std::size_t grp = 0; grp < groups; ++grp) {
-      kernels::gemm_problem p;  // dW_g[cout_g, kdim] = dYcat_g[cout_g, n*P] · col_g^T
-      p.m = cout_g;
-      p.n = kdim;
-      p.k = ld;
-      p.a = cat_.data() + grp * cout_g * ld;
-      p.lda = ld;
-      p.b = col_.data() + grp * kdim * ld;
-      p.ldb = ld;
-      p.trans_b = true;
-      p.c = dw + grp * cout_g * kdim;
-      p.ldc = kdim;
-      add_gemm(p, nullptr, nullptr, groups);
-    }
-    run_tasks();
+    weight_grad_chunked(x, dy, g_.out_channels, n, dw);
   }
 
   void forward_conv_transpose(const float* x, std::size_t n, const float* w, const float* bias,
@@ -314,26 +366,8 @@ class layer_compute {
   }
 
   void weight_grad_conv_transpose(const float* x, std::size_t n, const float* dy, float* dw) {
-    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
-                      cout_g = g_.out_channels / groups, HW = g_.in_h * g_.in_w;
-    const std::size_t rows = cout_g * g_.kernel_h * g_.kernel_w, ld = n * HW;
-    gather(dy, n);  // col_g[rows, n*HW]: the windows of dy the transpose's input pixels feed
-    concat_samples(x, n, g_.in_channels, HW);
-    for (std::size_t grp = 0; grp < groups; ++grp) {
-      kernels::gemm_problem p;  // dW_g[cin_g, rows] = Xcat_g[cin_g, n*HW] · col_g^T
-      p.m = cin_g;
-      p.n = rows;
-      p.k = ld;
-      p.a = cat_.data() + grp * cin_g * ld;
-      p.lda = ld;
-      p.b = col_.data() + grp * rows * ld;
-      p.ldb = ld;
-      p.trans_b = true;
-      p.c = dw + grp * cin_g * rows;
-      p.ldc = rows;
-      add_gemm(p, nullptr, nullptr, groups);
-    }
-    run_tasks();
+    // The windows of dy that each input pixel of the transpose feeds, against x.
+    weight_grad_chunked(dy, x, g_.in_channels, n, dw);
   }
 
   layer_geometry g_;
@@ -343,9 +377,10 @@ class layer_compute {
   std::size_t oh_ = 0;
   std::size_t ow_ = 0;
   std::vector<gemm_task> tasks_;
-  std::vector<std::vector<float>> gemm_ws_;  // one packing workspace per thread
-  std::vector<float> col_;                   // im2col (or the transpose's GEMM output)
-  std::vector<float> cat_;                   // samples side by side
+  std::vector<std::vector<float>> gemm_ws_;     // one packing workspace per thread
+  std::vector<std::vector<float>> thread_col_;  // one im2col buffer per thread
+  std::vector<float> col_;  // im2col of a chunk of samples (or the transpose's GEMM output)
+  std::vector<float> cat_;  // samples side by side
 };
 
 }  // namespace ptq
