@@ -11,7 +11,7 @@ static void BM_arq_per_channel_512x512x3x3(benchmark::State& state) {
   const auto& w = ptq_bench::normal_data(n);
   const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
   ptq_bench::run_vs_baseline(state, w.data(), n, [&] {
-    auto r = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true});
+    auto r = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true}, ptq_bench::kernels());
     benchmark::DoNotOptimize(r);
   });
 }
@@ -21,10 +21,12 @@ static void BM_arq_fake_quantize_512x512x3x3(benchmark::State& state) {
   const std::size_t n = 512 * 512 * 9;
   const auto& w = ptq_bench::normal_data(n);
   const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
-  const auto p = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true}).value();
+  const auto p =
+      ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true}, ptq_bench::kernels()).value();
   std::vector<float> buf(w);
   ptq_bench::run_vs_baseline(state, w.data(), n, [&] {
-    auto st = ptq::arq_fake_quantize(buf.data(), t.shape, ptq::layer_type::conv2d, 1, p);
+    auto st = ptq::arq_fake_quantize(buf.data(), t.shape, ptq::layer_type::conv2d, 1, p,
+                                     ptq_bench::kernels());
     benchmark::DoNotOptimize(st);
   });
 }

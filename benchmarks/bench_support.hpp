@@ -1,9 +1,8 @@
 // Shared by the numeric benchmarks: test data, the streaming-read baseline measured in the same
 // run over the same buffer, and counters that report each kernel as a fraction of it.
 //
-// The kernels measured are those of xsimd::default_arch for this TU's flags (sse2 in a default
-// x86-64 build). For the AVX2 figures configure with -DCMAKE_CXX_FLAGS="-mavx2 -mfma"; the ptq
-// tool itself picks the best arch at run time.
+// The kernels measured are picked at run time (ptq_bench::kernels(), dispatch/), as in the ptq
+// tool, and so is the baseline; every result is labelled with the arch that ran.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -15,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "dispatch/dispatch.hpp"
 #include "ptq/kernels.hpp"
 
 namespace ptq_bench {
@@ -32,25 +32,6 @@ inline const std::vector<float>& normal_data(std::size_t n = n16m) {
       x = nd(rng);
   }
   return v;
-}
-
-/// The baseline: one plain streaming read of the buffer (xsimd loads, 4 accumulators).
-template <class Arch = xsimd::default_arch>
-[[gnu::noinline]] float stream_read(const float* x, std::size_t n) {
-  using B = xsimd::batch<float, Arch>;
-  constexpr std::size_t W = B::size;
-  B a(0.0f), b(0.0f), c(0.0f), d(0.0f);
-  std::size_t i = 0;
-  for (; i + 4 * W <= n; i += 4 * W) {
-    a += B::load_unaligned(x + i);
-    b += B::load_unaligned(x + i + W);
-    c += B::load_unaligned(x + i + 2 * W);
-    d += B::load_unaligned(x + i + 3 * W);
-  }
-  float s = xsimd::hadd((a + b) + (c + d));
-  for (; i < n; ++i)
-    s += x[i];
-  return s;
 }
 
 /// Clock of the measurements: this thread's CPU time (robust when other processes share the
@@ -100,7 +81,7 @@ void run_vs_baseline(benchmark::State& state, const float* x, std::size_t n, F&&
   state.counters["Gelem_per_s"] = elems / best * 1e-9;
   state.counters["baseline_Gelem_per_s"] = elems / base * 1e-9;
   state.counters["of_baseline"] = base / best;
-  state.SetLabel(xsimd::default_arch::name());
+  state.SetLabel(kernels().arch_name);
 }
 
 }  // namespace ptq_bench

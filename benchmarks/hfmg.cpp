@@ -7,7 +7,7 @@
 namespace {
 const ptq::hfmg_observer& observed() {
   static ptq::hfmg_observer obs = [] {
-    ptq::hfmg_observer o({4096, 8, true});
+    ptq::hfmg_observer o({4096, 8, true}, ptq_bench::kernels());
     const auto& x = ptq_bench::normal_data();
     const std::size_t q = x.size() / 4;
     for (std::size_t b = 0; b < 4; ++b)
@@ -22,7 +22,7 @@ static void BM_hfmg_observe_4x4M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
   const std::size_t q = x.size() / 4;
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
-    ptq::hfmg_observer o({4096, 8, true});
+    ptq::hfmg_observer o({4096, 8, true}, ptq_bench::kernels());
     for (std::size_t b = 0; b < 4; ++b)
       benchmark::DoNotOptimize(o.observe(x.data() + b * q, q));
   });
@@ -37,7 +37,8 @@ static void BM_hfmg_finalize_4096(benchmark::State& state) {
   double best = 1e30;
   for (auto _ : state) {
     const double t0 = ptq_bench::now_seconds(threads > 1);
-    benchmark::DoNotOptimize(ptq::hfmg_run(obs.histogram(), 8, true, threads));
+    benchmark::DoNotOptimize(
+        ptq::hfmg_run(obs.histogram(), 8, true, threads, ptq_bench::kernels()));
     const double s = ptq_bench::now_seconds(threads > 1) - t0;
     best = std::min(best, s);
     state.SetIterationTime(s);
@@ -45,7 +46,7 @@ static void BM_hfmg_finalize_4096(benchmark::State& state) {
   state.counters["best_ms"] = best * 1e3;
   state.counters["candidates"] =
       static_cast<double>(ptq::hfmg_search_range(obs.histogram().counts).size());
-  state.SetLabel(xsimd::default_arch::name());
+  state.SetLabel(ptq_bench::kernels().arch_name);
 }
 BENCHMARK(BM_hfmg_finalize_4096)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 

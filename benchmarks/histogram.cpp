@@ -4,7 +4,7 @@
 
 static void BM_histogram_16M_4096(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   const auto mm = k.minmax(x.data(), x.size());
   std::vector<std::int64_t> counts(4096);
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {

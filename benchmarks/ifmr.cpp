@@ -13,7 +13,10 @@ static void BM_ifmr_losses_16M_61(benchmark::State& state) {
   const auto cand = ptq::ifmr_candidates(s, 4.5f, -4.5f).value();
   ptq_bench::run_vs_baseline(
       state, x.data(), x.size(),
-      [&] { benchmark::DoNotOptimize(ptq::ifmr_losses(x.data(), x.size(), cand, threads)); },
+      [&] {
+        benchmark::DoNotOptimize(
+            ptq::ifmr_losses(x.data(), x.size(), cand, threads, ptq_bench::kernels()));
+      },
       threads > 1);
   state.counters["Gpairs_per_s"] =
       state.counters["Gelem_per_s"].value * static_cast<double>(cand.size());
@@ -27,7 +30,8 @@ static void BM_ifmr_full_16M(benchmark::State& state) {
   s.threads = static_cast<unsigned>(state.range(0));
   ptq_bench::run_vs_baseline(
       state, x.data(), x.size(),
-      [&] { benchmark::DoNotOptimize(ptq::ifmr_run(x.data(), x.size(), s)); }, s.threads > 1);
+      [&] { benchmark::DoNotOptimize(ptq::ifmr_run(x.data(), x.size(), s, ptq_bench::kernels())); },
+      s.threads > 1);
 }
 BENCHMARK(BM_ifmr_full_16M)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 

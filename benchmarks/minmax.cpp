@@ -4,7 +4,7 @@
 
 static void BM_minmax_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   ptq_bench::run_vs_baseline(state, x.data(), x.size(),
                              [&] { benchmark::DoNotOptimize(k.minmax(x.data(), x.size())); });
 }
@@ -12,7 +12,7 @@ BENCHMARK(BM_minmax_16M)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_absmax_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   ptq_bench::run_vs_baseline(state, x.data(), x.size(),
                              [&] { benchmark::DoNotOptimize(k.absmax(x.data(), x.size())); });
 }
@@ -23,6 +23,7 @@ static void BM_minmax_scalar_reference_16M(benchmark::State& state) {
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
     benchmark::DoNotOptimize(ptq::kernels::minmax_ref(x.data(), x.size()));
   });
+  state.SetLabel("scalar reference");
 }
 BENCHMARK(BM_minmax_scalar_reference_16M)->UseManualTime()->Unit(benchmark::kMillisecond);
 

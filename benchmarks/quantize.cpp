@@ -4,7 +4,7 @@
 
 static void BM_fake_quant_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   std::vector<float> out(x.size());
   const ptq::kernels::quantizer q{4.0f / 127.0f, 0.0f, -128.0f, 127.0f};
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
@@ -16,7 +16,7 @@ BENCHMARK(BM_fake_quant_16M)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_quantize_int8_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   std::vector<std::int8_t> out(x.size());
   const ptq::kernels::quantizer q{4.0f / 127.0f, 0.0f, -128.0f, 127.0f};
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {

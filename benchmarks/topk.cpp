@@ -8,7 +8,7 @@
 
 static void BM_topk_both_ends_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
-  const auto& k = ptq::kernels::default_kernels();
+  const auto& k = ptq_bench::kernels();
   const std::size_t kk = ptq::ifmr_percentile_rank(0.999999, x.size());
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
     benchmark::DoNotOptimize(k.select_extremes(x.data(), x.size(), kk, kk));

@@ -1,0 +1,19 @@
+// The kernels the benchmarks measure, picked at run time like the ptq tool does: xsimd::dispatch
+// over avx512f / fma3<avx2> / sse2, with the AVX2 and AVX-512 sets compiled in their own
+// translation units (kernels_avx2.cpp, kernels_avx512.cpp). The streaming-read baseline is
+// dispatched the same way, so each figure and its baseline run on the same ISA.
+#pragma once
+
+#include <cstddef>
+
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq_bench {
+
+/// The best kernel set this CPU runs (chosen once).
+[[nodiscard]] const ptq::kernels::kernel_set& kernels() noexcept;
+
+/// One plain streaming read of x[0..n) with the arch of kernels() (the baseline).
+float stream_read(const float* x, std::size_t n) noexcept;
+
+}  // namespace ptq_bench

@@ -1,0 +1,44 @@
+// The baseline kernel of the benchmarks, templated on the arch like ptq's kernels so that each ISA
+// translation unit instantiates its own symbol.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstddef>
+
+namespace ptq_bench {
+
+/// A plain streaming read: xsimd loads into 4 independent accumulators (no dependency chain
+/// limits it, so it runs at the memory or cache bandwidth of the buffer).
+template <class Arch>
+[[gnu::noinline]] float stream_read_simd(const float* x, std::size_t n) noexcept {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = B::size;
+  B a(0.0f), b(0.0f), c(0.0f), d(0.0f);
+  std::size_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a += B::load_unaligned(x + i);
+    b += B::load_unaligned(x + i + W);
+    c += B::load_unaligned(x + i + 2 * W);
+    d += B::load_unaligned(x + i + 3 * W);
+  }
+  float s = xsimd::hadd((a + b) + (c + d));
+  for (; i < n; ++i)
+    s += x[i];
+  return s;
+}
+
+using stream_read_fn = float (*)(const float*, std::size_t) noexcept;
+
+/// Functor for xsimd::dispatch: the baseline of the arch it is called with.
+struct stream_read_factory {
+  template <class Arch>
+  stream_read_fn operator()(Arch) const noexcept;
+};
+
+template <class Arch>
+stream_read_fn stream_read_factory::operator()(Arch) const noexcept {
+  return &stream_read_simd<Arch>;
+}
+
+}  // namespace ptq_bench
