@@ -12,6 +12,8 @@
 // same-bin term), and the lanes are added in order 0..15.
 #pragma once
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -110,83 +112,126 @@ inline void hfmg_bin_terms(std::int32_t b, float rho, const hfmg_loss_params& p,
 namespace detail {
 template <class Arch>
 inline constexpr bool hfmg_simd_ok = is_avx512<Arch> || is_avx<Arch>;
+
+/// floor of the exact quotient a / d (d > 0), as floor_div_exact.
+template <class Arch>
+[[nodiscard]] fbatch<Arch> floor_div(const fbatch<Arch>& a, const fbatch<Arch>& d) noexcept {
+  const fbatch<Arch> k = xsimd::floor(a / d);
+  // k·d > a exactly  <=>  fma(-k, d, a) < 0 (the fma is exact before its rounding)
+  return xsimd::select(xsimd::fnma(k, d, a) < fbatch<Arch>(0.0f), k - fbatch<Arch>(1.0f), k);
+}
+
+/// Lane group g (lanes g·W .. g·W+W-1) of the whole steps of 16 bins, added into lanes[].
+/// `Narrow`: the candidate's destination bins are at least two source bins wide (2w <= d, always
+/// so for 8 bits), so a source bin reaches at most the next destination bin: j is i or i+1 (one
+/// compare instead of a second division) and t2 = (j-i-1)·... is +0, which leaves the double
+/// sum unchanged and is not added.
+template <class Arch, bool Narrow>
+[[nodiscard]] bool hfmg_loss_group(const std::int32_t* bin, const float* rho, std::size_t full,
+                                   std::size_t g, const hfmg_loss_params& p,
+                                   double* lanes) noexcept {
+  using B = fbatch<Arch>;
+  using D = dbatch<Arch>;
+  using I = xsimd::batch<std::int32_t, Arch>;
+  constexpr std::size_t W = B::size;
+  constexpr std::size_t DW = D::size;
+  const I left(p.left);
+  const B leftf(static_cast<float>(p.left)), rightf(static_cast<float>(p.right));
+  const B w(p.w), d(p.d), half(p.half), dmax(p.dmax), h3(p.h3), nh3(p.nh3), mid(p.mid);
+  const B zero(0.0f), one(1.0f), three(3.0f), top_c = dmax * d + half;
+  D lo = D::load_aligned(lanes + 2 * g * DW), hi = D::load_aligned(lanes + (2 * g + 1) * DW);
+  B rmax(0.0f);
+  for (std::size_t t = g * W; t < full; t += virtual_lanes) {
+    const I b = I::load_unaligned(bin + t);
+    const B r = B::load_unaligned(rho + t);
+    const B a = xsimd::batch_cast<float>(b - left) * w;
+    const B e = a + w;
+    // Bins are sorted, so most batches lie wholly left or right of the candidate (the first and
+    // last bin tell): there the destination bin is fixed (0 or D-1), t2 = t3 = 0 and only t1 is
+    // needed.
+    const bool all_below = bin[t + W - 1] < p.left;
+    if (all_below || bin[t] > p.right) {
+      const B c = all_below ? half : top_c;
+      const B u = a - c, v = e - c;
+      const B t1 = ((v * v * v - u * u * u) / three) * r;
+      lo += widen_lo<Arch>(t1);
+      hi += widen_hi<Arch>(t1);
+      continue;
+    }
+    const B fi = floor_div<Arch>(a, d);  // >= 0 for bins inside the candidate
+    B fe;
+    if constexpr (Narrow) {
+      const B f1 = fi + one;
+      fe = xsimd::select(xsimd::fnma(f1, d, e) >= zero, f1, fi);  // (fi+1)·d <= e exactly
+      rmax = xsimd::max(rmax, r);
+    } else {
+      fe = floor_div<Arch>(e, d);
+    }
+    // Inside the candidate 0 <= a/d < 2^bits - 2^bits/(right-left+1), so fi needs no clamp (the
+    // reference's clamp never acts on it); e/d may reach 2^bits at the right edge.
+    B i = fi;
+    B j = xsimd::min(fe, dmax);
+    if (bin[t] < p.left || bin[t + W - 1] > p.right) {  // a batch across the candidate's edges
+      const B bf = xsimd::batch_cast<float>(b);
+      const auto below = bf < leftf;
+      const auto above = bf > rightf;
+      i = xsimd::select(below, zero, xsimd::select(above, dmax, i));
+      j = xsimd::select(below, zero, xsimd::select(above, dmax, j));
+    }
+    const B c = i * d + half;
+    const B db = a - c;
+    const B db3 = db * db * db;
+    const auto same = i == j;
+    // same bin: t1 = ((e-c)³ - db³)/3·rho; else t1 = ((d/2)³ - db³)/3·rho and
+    // t3 = (((e - j·d) - d/2)³ - (-d/2)³)/3·rho: one cube serves both cases
+    const B x = xsimd::select(same, e - c, (e - j * d) - half);
+    const B x3 = x * x * x;
+    const B t1 = ((xsimd::select(same, x3, h3) - db3) / three) * r;
+    const B t3 = xsimd::select(same, zero, ((x3 - nh3) / three) * r);
+    lo += widen_lo<Arch>(t1);
+    hi += widen_hi<Arch>(t1);
+    if constexpr (!Narrow) {
+      const B t2 = xsimd::select(same, zero, (j - i - one) * (mid * r));
+      lo += widen_lo<Arch>(t2);
+      hi += widen_hi<Arch>(t2);
+    }
+    lo += widen_lo<Arch>(t3);
+    hi += widen_hi<Arch>(t3);
+  }
+  lo.store_aligned(lanes + 2 * g * DW);
+  hi.store_aligned(lanes + (2 * g + 1) * DW);
+  // Skipping t2 assumed (j-i-1)·(mid·rho) = 0·finite; with an overflowing mid·rho the reference
+  // gets 0·inf = NaN, so the caller redoes the candidate without the shortcut.
+  return !Narrow || std::isfinite(p.mid * hmax<Arch>(rmax));
+}
 }  // namespace detail
 
 /// SIMD form (AVX and up; other arches use the reference), bit-identical to hfmg_loss_ref.
+/// `bin` must be ascending (the nonzero bins in order, as hfmg_run passes them): the first and
+/// last bin of a batch decide whether it lies wholly outside the candidate.
 template <class Arch>
 [[nodiscard]] double hfmg_loss_simd(const std::int32_t* bin, const float* rho, std::size_t n,
                                     const hfmg_loss_params& p) noexcept {
   using B = detail::fbatch<Arch>;
-  using D = detail::dbatch<Arch>;
-  using I = xsimd::batch<std::int32_t, Arch>;
   constexpr std::size_t W = B::size;
   if constexpr (!detail::hfmg_simd_ok<Arch> || (virtual_lanes % W) != 0) {
     return hfmg_loss_ref(bin, rho, n, p);
   } else {
     constexpr std::size_t G = virtual_lanes / W;
-    constexpr std::size_t DW = D::size;
-    const I left(p.left);
-    const B leftf(static_cast<float>(p.left)), rightf(static_cast<float>(p.right));
-    const B w(p.w), d(p.d), half(p.half), dmax(p.dmax), h3(p.h3), nh3(p.nh3), mid(p.mid);
-    const B zero(0.0f), one(1.0f), three(3.0f);
-    D acc[2 * G];
-    for (auto& a : acc)
-      a = D(0.0);
-    const auto floor_div = [&](const B& a) {
-      const B k = xsimd::floor(a / d);
-      // k·d > a exactly  <=>  fma(-k, d, a) < 0 (the fma is exact before its rounding)
-      return xsimd::select(xsimd::fnma(k, d, a) < zero, k - one, k);
-    };
+    assert(std::is_sorted(bin, bin + n));
+    alignas(Arch::alignment()) double lanes[virtual_lanes] = {};
     const std::size_t full = n - n % virtual_lanes;
-    for (std::size_t t = 0; t < full; t += virtual_lanes) {
-      for (std::size_t g = 0; g < G; ++g) {
-        const I b = I::load_unaligned(bin + t + g * W);
-        const B r = B::load_unaligned(rho + t + g * W);
-        const B a = xsimd::batch_cast<float>(b - left) * w;
-        const B e = a + w;
-        D& lo = acc[2 * g];
-        D& hi = acc[2 * g + 1];
-        const B bf = xsimd::batch_cast<float>(b);
-        // Bins are sorted, so most batches lie wholly left or right of the candidate: there the
-        // destination bin is fixed (0 or D-1), t2 = t3 = 0 and only t1 is needed.
-        if (xsimd::all(bf < leftf) || xsimd::all(bf > rightf)) {
-          const B c = xsimd::all(bf < leftf) ? half : dmax * d + half;
-          const B u = a - c, v = e - c;
-          const B t1 = ((v * v * v - u * u * u) / three) * r;
-          lo += detail::widen_lo<Arch>(t1);
-          hi += detail::widen_hi<Arch>(t1);
-          continue;
-        }
-        const auto below = bf < leftf;
-        const auto above = bf > rightf;
-        B i = xsimd::min(xsimd::max(floor_div(a), zero), dmax);
-        B j = xsimd::min(xsimd::max(floor_div(e), zero), dmax);
-        i = xsimd::select(below, zero, xsimd::select(above, dmax, i));
-        j = xsimd::select(below, zero, xsimd::select(above, dmax, j));
-        const B c = i * d + half;
-        const B db = a - c;
-        const B db3 = db * db * db;
-        const auto same = i == j;
-        const B de_same = e - c;
-        const B same_t = ((de_same * de_same * de_same - db3) / three) * r;
-        const B left_t = ((h3 - db3) / three) * r;
-        const B mid_t = (j - i - one) * (mid * r);
-        const B de = (e - j * d) - half;
-        const B right_t = ((de * de * de - nh3) / three) * r;
-        const B t1 = xsimd::select(same, same_t, left_t);
-        const B t2 = xsimd::select(same, zero, mid_t);
-        const B t3 = xsimd::select(same, zero, right_t);
-        lo += detail::widen_lo<Arch>(t1);
-        hi += detail::widen_hi<Arch>(t1);
-        lo += detail::widen_lo<Arch>(t2);
-        hi += detail::widen_hi<Arch>(t2);
-        lo += detail::widen_lo<Arch>(t3);
-        hi += detail::widen_hi<Arch>(t3);
-      }
+    // One lane group at a time keeps its two double accumulators in registers (each lane's
+    // terms are still added in bin order).
+    bool narrow = 2.0f * p.w <= p.d;
+    for (std::size_t g = 0; g < G && narrow; ++g)
+      narrow = detail::hfmg_loss_group<Arch, true>(bin, rho, full, g, p, lanes);
+    if (!narrow) {
+      for (double& l : lanes)
+        l = 0.0;
+      for (std::size_t g = 0; g < G; ++g)
+        (void)detail::hfmg_loss_group<Arch, false>(bin, rho, full, g, p, lanes);
     }
-    alignas(Arch::alignment()) double lanes[virtual_lanes];
-    for (std::size_t a = 0; a < 2 * G; ++a)
-      acc[a].store_aligned(lanes + a * DW);
     for (std::size_t t = full; t < n; ++t) {
       float t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
       hfmg_bin_terms(bin[t], rho[t], p, t1, t2, t3);

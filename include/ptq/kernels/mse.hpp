@@ -5,11 +5,11 @@
 //     t = min(max(x, lo_k), hi_k);  d = nearbyint(t / s_k) * s_k - x;  term = d * d
 // and the kernel returns, for every candidate, the sum of the terms of x[0..n). The summation
 // order is part of the definition, so every arch gives the same bits as the scalar reference:
-//   * element i belongs to lane i % 16 (`virtual_lanes`) and to chunk i / 64 (`mse_chunk`);
-//   * within a chunk each lane sums its (at most 4) terms in float32, in element order;
+//   * element i belongs to lane i % 16 (`virtual_lanes`) and to chunk i / 256 (`mse_chunk`);
+//   * within a chunk each lane sums its (at most 16) terms in float32, in element order;
 //   * each chunk's lane partial is added to the lane's double accumulator, chunk by chunk;
 //   * the 16 lane accumulators are added in order 0..15.
-// So the sums are in double (§10.3) except for runs of 4 float32 terms, which keeps the widening
+// So the sums are in double (§10.3) except for runs of 16 float32 terms, which keeps the widening
 // to double off the critical path of the SIMD loop.
 //
 // On arches with FMA the quotient t / s_k is computed as q0 = t·r, q1 = fma(fma(-q0, s, t), r, q0)
@@ -46,8 +46,12 @@ struct mse_candidate {
   return d * d;
 }
 
-/// Elements per float32 chunk of the summation (4 lane groups of 16).
-inline constexpr std::size_t mse_chunk = 4 * virtual_lanes;
+/// Terms a lane sums in float32 before widening to double, and the elements of such a chunk.
+/// 16 keeps the widening (two conversions and two double adds per 8 lanes) off the hot path; a
+/// float32 run of 16 positive terms is within 16 ulp, far below the gaps between candidates'
+/// losses (the toolkit itself sums everything in float32, §10.3).
+inline constexpr std::size_t mse_chunk_terms = 16;
+inline constexpr std::size_t mse_chunk = mse_chunk_terms * virtual_lanes;
 
 /// Scalar reference: out[k] = the sum defined above, for every candidate.
 inline void candidate_mse_ref(const float* x, std::size_t n, const mse_candidate* cand,
@@ -76,69 +80,99 @@ inline constexpr bool has_fma =
     is_avx512<Arch> || std::is_base_of<xsimd::fma3<xsimd::avx2>, Arch>::value ||
     std::is_base_of<xsimd::fma3<xsimd::avx>, Arch>::value;
 
+/// One candidate's constants, broadcast once per pass.
+template <class Arch>
+struct mse_consts {
+  fbatch<Arch> lo, hi, s, r;
+  explicit mse_consts(const mse_candidate& c) noexcept
+      : lo(c.lo), hi(c.hi), s(c.scale), r(1.0f / c.scale) {}
+};
+
 /// The float32 squared errors of one batch; `Clip` false when the batch is known to lie in
 /// [lo, hi] (clipping is then the identity).
 template <class Arch, bool Clip>
-[[nodiscard]] fbatch<Arch> mse_terms(const fbatch<Arch>& v, const fbatch<Arch>& lo,
-                                     const fbatch<Arch>& hi, const fbatch<Arch>& s,
-                                     const fbatch<Arch>& r) noexcept {
+[[nodiscard]] fbatch<Arch> mse_terms(const fbatch<Arch>& v, const mse_consts<Arch>& k) noexcept {
   fbatch<Arch> t = v;
   if constexpr (Clip)
-    t = xsimd::min(xsimd::max(v, lo), hi);
+    t = xsimd::min(xsimd::max(v, k.lo), k.hi);
   fbatch<Arch> q;
   if constexpr (has_fma<Arch>) {
-    const fbatch<Arch> q0 = t * r;
-    q = xsimd::fma(xsimd::fnma(q0, s, t), r, q0);  // == t / s, correctly rounded
+    const fbatch<Arch> q0 = t * k.r;
+    q = xsimd::fma(xsimd::fnma(q0, k.s, t), k.r, q0);  // == t / s, correctly rounded
   } else {
-    (void)r;
-    q = t / s;
+    q = t / k.s;
   }
-  const fbatch<Arch> d = xsimd::nearbyint(q) * s - v;
+  const fbatch<Arch> d = xsimd::nearbyint(q) * k.s - v;
   return d * d;
 }
 
-/// One candidate over x[0..n): adds the chunk partials into acc (2·G double batches = 16 lanes).
-template <class Arch, bool Clip>
-void mse_candidate_pass(const float* x, std::size_t n, const mse_candidate& c,
-                        double* lanes) noexcept {
+/// The whole chunks x[0..full) for NC (1 or 2) candidates at once, adding each chunk's lane
+/// partials into lanes[j·16 + l] for candidate j. Two candidates per load halve the loads and the
+/// loop overhead per term; one lane group at a time keeps the double accumulators in registers.
+template <class Arch, bool Clip, std::size_t NC>
+void mse_chunks(const float* x, std::size_t full, const mse_candidate* cand,
+                double* lanes) noexcept {
+  static_assert(NC == 1 || NC == 2, "one or two candidates per pass");
   using B = fbatch<Arch>;
   using D = dbatch<Arch>;
   constexpr std::size_t W = B::size;
   constexpr std::size_t G = virtual_lanes / W;
   constexpr std::size_t DW = D::size;
-  const B lo(c.lo), hi(c.hi), s(c.scale), r(1.0f / c.scale);
-  D acc[2 * G];
-  for (std::size_t a = 0; a < 2 * G; ++a)
-    acc[a] = D::load_aligned(lanes + a * DW);
-  const std::size_t full = n - n % mse_chunk;
-  for (std::size_t cs = 0; cs < full; cs += mse_chunk) {
-    for (std::size_t g = 0; g < G; ++g) {
+  const mse_consts<Arch> k0(cand[0]);
+  const mse_consts<Arch> k1(cand[NC - 1]);
+  double* l0 = lanes;
+  double* l1 = lanes + (NC - 1) * virtual_lanes;
+  for (std::size_t g = 0; g < G; ++g) {
+    D a0 = D::load_aligned(l0 + 2 * g * DW), b0 = D::load_aligned(l0 + (2 * g + 1) * DW);
+    D a1 = D::load_aligned(l1 + 2 * g * DW), b1 = D::load_aligned(l1 + (2 * g + 1) * DW);
+    for (std::size_t cs = 0; cs < full; cs += mse_chunk) {
       const float* p = x + cs + g * W;
-      B part = mse_terms<Arch, Clip>(B::load_unaligned(p), lo, hi, s, r);
-      part += mse_terms<Arch, Clip>(B::load_unaligned(p + virtual_lanes), lo, hi, s, r);
-      part += mse_terms<Arch, Clip>(B::load_unaligned(p + 2 * virtual_lanes), lo, hi, s, r);
-      part += mse_terms<Arch, Clip>(B::load_unaligned(p + 3 * virtual_lanes), lo, hi, s, r);
-      acc[2 * g] += widen_lo<Arch>(part);
-      acc[2 * g + 1] += widen_hi<Arch>(part);
-    }
-  }
-  for (std::size_t a = 0; a < 2 * G; ++a)
-    acc[a].store_aligned(lanes + a * DW);
-  if (full < n) {  // last, partial chunk: whole lane groups in SIMD, the rest in scalar code
-    alignas(Arch::alignment()) float part[virtual_lanes];
-    const std::size_t groups_end = n - n % virtual_lanes;
-    for (std::size_t g = 0; g < G; ++g) {
-      B p(0.0f);
-      for (std::size_t i = full; i < groups_end; i += virtual_lanes) {
-        p += mse_terms<Arch, Clip>(B::load_unaligned(x + i + g * W), lo, hi, s, r);
+      B v = B::load_unaligned(p);
+      B p0 = mse_terms<Arch, Clip>(v, k0);
+      B p1 = NC == 2 ? mse_terms<Arch, Clip>(v, k1) : B(0.0f);
+      for (std::size_t t = 1; t < mse_chunk_terms; ++t) {
+        v = B::load_unaligned(p + t * virtual_lanes);
+        p0 += mse_terms<Arch, Clip>(v, k0);
+        if constexpr (NC == 2)
+          p1 += mse_terms<Arch, Clip>(v, k1);
       }
-      p.store_aligned(part + g * W);
+      a0 += widen_lo<Arch>(p0);
+      b0 += widen_hi<Arch>(p0);
+      if constexpr (NC == 2) {
+        a1 += widen_lo<Arch>(p1);
+        b1 += widen_hi<Arch>(p1);
+      }
     }
-    for (std::size_t i = groups_end; i < n; ++i)
-      part[i - groups_end] += mse_term(x[i], c);
-    for (std::size_t l = 0; l < virtual_lanes; ++l)
-      lanes[l] += static_cast<double>(part[l]);
+    a0.store_aligned(l0 + 2 * g * DW);
+    b0.store_aligned(l0 + (2 * g + 1) * DW);
+    if constexpr (NC == 2) {
+      a1.store_aligned(l1 + 2 * g * DW);
+      b1.store_aligned(l1 + (2 * g + 1) * DW);
+    }
   }
+}
+
+/// The last, partial chunk x[full..n) of one candidate: whole lane groups in SIMD, the rest in
+/// scalar code.
+template <class Arch, bool Clip>
+void mse_tail(const float* x, std::size_t full, std::size_t n, const mse_candidate& c,
+              double* lanes) noexcept {
+  using B = fbatch<Arch>;
+  constexpr std::size_t W = B::size;
+  constexpr std::size_t G = virtual_lanes / W;
+  const mse_consts<Arch> k(c);
+  alignas(Arch::alignment()) float part[virtual_lanes];
+  const std::size_t groups_end = n - n % virtual_lanes;
+  for (std::size_t g = 0; g < G; ++g) {
+    B p(0.0f);
+    for (std::size_t i = full; i < groups_end; i += virtual_lanes)
+      p += mse_terms<Arch, Clip>(B::load_unaligned(x + i + g * W), k);
+    p.store_aligned(part + g * W);
+  }
+  for (std::size_t i = groups_end; i < n; ++i)
+    part[i - groups_end] += mse_term(x[i], c);
+  for (std::size_t l = 0; l < virtual_lanes; ++l)
+    lanes[l] += static_cast<double>(part[l]);
 }
 
 }  // namespace detail
@@ -151,20 +185,42 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
   if constexpr (!detail::can_widen<Arch> || (virtual_lanes % B::size) != 0) {
     candidate_mse_ref(x, n, cand, k, out);
   } else {
-    // The block's range, once: candidates whose clip range contains it skip the clip.
+    // The block's range, once: candidates whose clip range contains it skip the clip (for a
+    // pair, the clip runs when either needs it; it is the identity for the other).
     const minmax_result range = minmax_simd<Arch>(x, n);
-    const float bmin = range.min, bmax = range.max;
-    for (std::size_t c = 0; c < k; ++c) {
-      alignas(Arch::alignment()) double lanes[virtual_lanes] = {};
-      if (cand[c].lo <= bmin && bmax <= cand[c].hi) {
-        detail::mse_candidate_pass<Arch, false>(x, n, cand[c], lanes);
+    const auto covers = [&](const mse_candidate& c) {
+      return c.lo <= range.min && range.max <= c.hi;
+    };
+    const std::size_t full = n - n % mse_chunk;
+    for (std::size_t c = 0; c < k; c += 2) {
+      const std::size_t nc = k - c < 2 ? 1 : 2;
+      alignas(Arch::alignment()) double lanes[2 * virtual_lanes] = {};
+      const bool clip = !covers(cand[c]) || !covers(cand[c + nc - 1]);
+      if (nc == 2) {
+        if (clip) {
+          detail::mse_chunks<Arch, true, 2>(x, full, cand + c, lanes);
+        } else {
+          detail::mse_chunks<Arch, false, 2>(x, full, cand + c, lanes);
+        }
+      } else if (clip) {
+        detail::mse_chunks<Arch, true, 1>(x, full, cand + c, lanes);
       } else {
-        detail::mse_candidate_pass<Arch, true>(x, n, cand[c], lanes);
+        detail::mse_chunks<Arch, false, 1>(x, full, cand + c, lanes);
       }
-      double sum = 0.0;
-      for (double l : lanes)
-        sum += l;
-      out[c] = sum;
+      for (std::size_t j = 0; j < nc; ++j) {
+        double* l = lanes + j * virtual_lanes;
+        if (full < n) {
+          if (covers(cand[c + j])) {
+            detail::mse_tail<Arch, false>(x, full, n, cand[c + j], l);
+          } else {
+            detail::mse_tail<Arch, true>(x, full, n, cand[c + j], l);
+          }
+        }
+        double sum = 0.0;
+        for (std::size_t i = 0; i < virtual_lanes; ++i)
+          sum += l[i];
+        out[c + j] = sum;
+      }
     }
   }
 }
