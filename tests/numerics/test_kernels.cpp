@@ -162,6 +162,41 @@ TEST_CASE("fused candidate MSE equals the reference", "[kernels]") {
   }
 }
 
+TEST_CASE("fused candidate MSE equals the reference at half-integer quotients", "[kernels]") {
+  // The SIMD pass may take x·RN(1/s) for the quotient and prove it right afterwards; data a few
+  // ulp from (k + 1/2)·s is where that proof has to reject chunks (a wrong bound fails here).
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(8);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    for (int it = 0; it < 200; ++it) {
+      const int bits = it % 3 == 0 ? 16 : 8;
+      const float hi = std::uniform_real_distribution<float>(0.01f, 100.0f)(rng);
+      const float lo = -std::uniform_real_distribution<float>(0.0f, 100.0f)(rng);
+      std::vector<ptq::kernels::mse_candidate> cand;
+      for (int c = 0; c < 9; ++c) {
+        const float top = hi * (0.8f + 0.05f * static_cast<float>(c));
+        cand.push_back({lo, top, (top - lo) / static_cast<float>((1 << bits) - 1)});
+      }
+      const auto& c = cand[rng() % cand.size()];
+      std::vector<float> x(1024 + static_cast<std::size_t>(it));
+      for (auto& v : x) {
+        const float q =
+            std::floor(std::uniform_real_distribution<float>(c.lo, c.hi)(rng) / c.scale);
+        float y = (q + 0.5f) * c.scale;
+        for (int j = static_cast<int>(rng() % 9) - 4; j != 0; j += j > 0 ? -1 : 1)
+          y = std::nextafter(y, j > 0 ? 1e30f : -1e30f);
+        v = std::min(std::max(y, c.lo), c.hi);
+      }
+      std::vector<double> a(cand.size()), b(cand.size());
+      ref.candidate_mse(x.data(), x.size(), cand.data(), cand.size(), a.data());
+      k.candidate_mse(x.data(), x.size(), cand.data(), cand.size(), b.data());
+      for (std::size_t j = 0; j < cand.size(); ++j)
+        REQUIRE(same_bits(a[j], b[j]));
+    }
+  }
+}
+
 TEST_CASE("fake-quant and quantize equal the reference", "[kernels]") {
   const kernel_set ref = ptq::kernels::reference_kernel_set();
   std::mt19937 rng(5);

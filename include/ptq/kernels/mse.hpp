@@ -21,6 +21,8 @@
 // makes the result independent of the thread count.
 #pragma once
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
@@ -80,12 +82,41 @@ inline constexpr bool has_fma =
     is_avx512<Arch> || std::is_base_of<xsimd::fma3<xsimd::avx2>, Arch>::value ||
     std::is_base_of<xsimd::fma3<xsimd::avx>, Arch>::value;
 
+/// How a pass computes its terms: with the clip; without it (the block lies inside the clip
+/// range); or without it and with the quotient t·RN(1/s) checked after the fact (see
+/// mse_check_threshold).
+enum class mse_mode { clip, no_clip, checked };
+
+/// For the `checked` mode: a term below this bound proves that nearbyint(x·RN(1/s)) equals
+/// nearbyint(x / s) for its element, so the cheap quotient gave the exact term. Proof: with
+/// q = x/s, |x·RN(1/s) - q| and |RN(q) - q| are below 2^-22.99·|q|, so the two roundings can
+/// differ only when q lies that close to a half-integer; the integer n taken is then at least
+/// 0.5 - 2^-22.99·Q from q (Q >= |q|), and the float32 term (RN(n·s) - x)² is at least
+/// s²·(0.5 - 2^-21·(Q+1))²·(1 - 2^-24)³, which the bound stays below. 0 when the mode does not
+/// pay (a large Q makes most chunks fail the check) or the bound is not safe to use.
+[[nodiscard]] inline float mse_check_threshold(float scale, float absmax) noexcept {
+  const double s = static_cast<double>(scale);
+  if (!(s >= 0x1p-60 && s <= 0x1p60))
+    return 0.0f;
+  const double q = static_cast<double>(absmax) / s * (1.0 + 0x1p-20) + 1.0;
+  const double delta = 0x1p-20 * (q + 1.0);
+  if (!(delta < 1.0 / 64.0))
+    return 0.0f;
+  const double t = s * s * (0.5 - delta) * (0.5 - delta) * (1.0 - 0x1p-20);
+  if (!(t < static_cast<double>(FLT_MAX)))
+    return 0.0f;
+  float f = static_cast<float>(t);
+  if (static_cast<double>(f) > t)
+    f = std::nextafter(f, 0.0f);
+  return f;
+}
+
 /// One candidate's constants, broadcast once per pass.
 template <class Arch>
 struct mse_consts {
-  fbatch<Arch> lo, hi, s, r;
-  explicit mse_consts(const mse_candidate& c) noexcept
-      : lo(c.lo), hi(c.hi), s(c.scale), r(1.0f / c.scale) {}
+  fbatch<Arch> lo, hi, s, r, bound;
+  mse_consts(const mse_candidate& c, float check_bound) noexcept
+      : lo(c.lo), hi(c.hi), s(c.scale), r(1.0f / c.scale), bound(check_bound) {}
 };
 
 /// The float32 squared errors of one batch; `Clip` false when the batch is known to lie in
@@ -106,20 +137,30 @@ template <class Arch, bool Clip>
   return d * d;
 }
 
+/// The `checked` term: the quotient as x·RN(1/s) (one multiply instead of three operations),
+/// keeping the largest term in `top` for the check against mse_check_threshold.
+template <class Arch>
+[[nodiscard]] fbatch<Arch> mse_terms_checked(const fbatch<Arch>& v, const mse_consts<Arch>& k,
+                                             fbatch<Arch>& top) noexcept {
+  const fbatch<Arch> d = xsimd::nearbyint(v * k.r) * k.s - v;
+  const fbatch<Arch> t = d * d;
+  top = xsimd::max(top, t);
+  return t;
+}
+
 /// The whole chunks x[0..full) for NC (1 or 2) candidates at once, adding each chunk's lane
 /// partials into lanes[j·16 + l] for candidate j. Two candidates per load halve the loads and the
 /// loop overhead per term; one lane group at a time keeps the double accumulators in registers.
-template <class Arch, bool Clip, std::size_t NC>
-void mse_chunks(const float* x, std::size_t full, const mse_candidate* cand,
-                double* lanes) noexcept {
+template <class Arch, mse_mode Mode, std::size_t NC>
+void mse_chunks(const float* x, std::size_t full, const mse_consts<Arch>& k0,
+                const mse_consts<Arch>& k1, double* lanes) noexcept {
   static_assert(NC == 1 || NC == 2, "one or two candidates per pass");
   using B = fbatch<Arch>;
   using D = dbatch<Arch>;
   constexpr std::size_t W = B::size;
   constexpr std::size_t G = virtual_lanes / W;
   constexpr std::size_t DW = D::size;
-  const mse_consts<Arch> k0(cand[0]);
-  const mse_consts<Arch> k1(cand[NC - 1]);
+  constexpr bool Clip = Mode == mse_mode::clip;
   double* l0 = lanes;
   double* l1 = lanes + (NC - 1) * virtual_lanes;
   for (std::size_t g = 0; g < G; ++g) {
@@ -127,14 +168,44 @@ void mse_chunks(const float* x, std::size_t full, const mse_candidate* cand,
     D a1 = D::load_aligned(l1 + 2 * g * DW), b1 = D::load_aligned(l1 + (2 * g + 1) * DW);
     for (std::size_t cs = 0; cs < full; cs += mse_chunk) {
       const float* p = x + cs + g * W;
-      B v = B::load_unaligned(p);
-      B p0 = mse_terms<Arch, Clip>(v, k0);
-      B p1 = NC == 2 ? mse_terms<Arch, Clip>(v, k1) : B(0.0f);
-      for (std::size_t t = 1; t < mse_chunk_terms; ++t) {
-        v = B::load_unaligned(p + t * virtual_lanes);
-        p0 += mse_terms<Arch, Clip>(v, k0);
+      B p0(0.0f), p1(0.0f);
+      if constexpr (Mode == mse_mode::checked) {
+        B top0(0.0f), top1(0.0f);
+        B v = B::load_unaligned(p);
+        p0 = mse_terms_checked<Arch>(v, k0, top0);
         if constexpr (NC == 2)
-          p1 += mse_terms<Arch, Clip>(v, k1);
+          p1 = mse_terms_checked<Arch>(v, k1, top1);
+        for (std::size_t t = 1; t < mse_chunk_terms; ++t) {
+          v = B::load_unaligned(p + t * virtual_lanes);
+          p0 += mse_terms_checked<Arch>(v, k0, top0);
+          if constexpr (NC == 2)
+            p1 += mse_terms_checked<Arch>(v, k1, top1);
+        }
+        // Rare (about one chunk in 40 for 8 bits): a term too close to s²/4 to prove the cheap
+        // quotient right; the chunk is redone with the exact one.
+        if (xsimd::any((top0 >= k0.bound) | (top1 >= k1.bound))) {
+          v = B::load_unaligned(p);
+          p0 = mse_terms<Arch, false>(v, k0);
+          if constexpr (NC == 2)
+            p1 = mse_terms<Arch, false>(v, k1);
+          for (std::size_t t = 1; t < mse_chunk_terms; ++t) {
+            v = B::load_unaligned(p + t * virtual_lanes);
+            p0 += mse_terms<Arch, false>(v, k0);
+            if constexpr (NC == 2)
+              p1 += mse_terms<Arch, false>(v, k1);
+          }
+        }
+      } else {
+        B v = B::load_unaligned(p);
+        p0 = mse_terms<Arch, Clip>(v, k0);
+        if constexpr (NC == 2)
+          p1 = mse_terms<Arch, Clip>(v, k1);
+        for (std::size_t t = 1; t < mse_chunk_terms; ++t) {
+          v = B::load_unaligned(p + t * virtual_lanes);
+          p0 += mse_terms<Arch, Clip>(v, k0);
+          if constexpr (NC == 2)
+            p1 += mse_terms<Arch, Clip>(v, k1);
+        }
       }
       a0 += widen_lo<Arch>(p0);
       b0 += widen_hi<Arch>(p0);
@@ -160,7 +231,7 @@ void mse_tail(const float* x, std::size_t full, std::size_t n, const mse_candida
   using B = fbatch<Arch>;
   constexpr std::size_t W = B::size;
   constexpr std::size_t G = virtual_lanes / W;
-  const mse_consts<Arch> k(c);
+  const mse_consts<Arch> k(c, 0.0f);
   alignas(Arch::alignment()) float part[virtual_lanes];
   const std::size_t groups_end = n - n % virtual_lanes;
   for (std::size_t g = 0; g < G; ++g) {
@@ -192,20 +263,30 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
       return c.lo <= range.min && range.max <= c.hi;
     };
     const std::size_t full = n - n % mse_chunk;
+    const float absmax = std::max(std::fabs(range.min), std::fabs(range.max));
     for (std::size_t c = 0; c < k; c += 2) {
       const std::size_t nc = k - c < 2 ? 1 : 2;
       alignas(Arch::alignment()) double lanes[2 * virtual_lanes] = {};
-      const bool clip = !covers(cand[c]) || !covers(cand[c + nc - 1]);
-      if (nc == 2) {
-        if (clip) {
-          detail::mse_chunks<Arch, true, 2>(x, full, cand + c, lanes);
+      const mse_candidate& c0 = cand[c];
+      const mse_candidate& c1 = cand[c + nc - 1];
+      const bool clip = !covers(c0) || !covers(c1);
+      const float bound0 = clip ? 0.0f : detail::mse_check_threshold(c0.scale, absmax);
+      const float bound1 = clip ? 0.0f : detail::mse_check_threshold(c1.scale, absmax);
+      const detail::mse_consts<Arch> k0(c0, bound0), k1(c1, bound1);
+      const auto run = [&](auto mode) {
+        if (nc == 2) {
+          detail::mse_chunks<Arch, decltype(mode)::value, 2>(x, full, k0, k1, lanes);
         } else {
-          detail::mse_chunks<Arch, false, 2>(x, full, cand + c, lanes);
+          detail::mse_chunks<Arch, decltype(mode)::value, 1>(x, full, k0, k1, lanes);
         }
-      } else if (clip) {
-        detail::mse_chunks<Arch, true, 1>(x, full, cand + c, lanes);
+      };
+      using detail::mse_mode;
+      if (clip) {
+        run(std::integral_constant<mse_mode, mse_mode::clip>{});
+      } else if (bound0 > 0.0f && bound1 > 0.0f) {
+        run(std::integral_constant<mse_mode, mse_mode::checked>{});
       } else {
-        detail::mse_chunks<Arch, false, 1>(x, full, cand + c, lanes);
+        run(std::integral_constant<mse_mode, mse_mode::no_clip>{});
       }
       for (std::size_t j = 0; j < nc; ++j) {
         double* l = lanes + j * virtual_lanes;
