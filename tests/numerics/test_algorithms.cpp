@@ -220,10 +220,15 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
   CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {1, true}).error().code ==
         ptq::numeric_errc::invalid_argument);
 
+  // ADA's quant params are its KL initial scales (the rounding is learned by ada_round).
+  w[4] = 0.0f;
   ptq::weight_settings ada;
   ada.algo = ptq::weight_algo::ada;
-  CHECK(ptq::calibrate_weights(ada, t, ptq::layer_type::linear, 1).error().code ==
-        ptq::numeric_errc::invalid_argument);
+  ada.ada.channel_wise = false;
+  const auto kl = ptq::ada_kl_calibrate(t, ptq::layer_type::linear, 1, false);
+  REQUIRE(kl);
+  CHECK(ptq::calibrate_weights(ada, t, ptq::layer_type::linear, 1).value().scale ==
+        kl.value().scale);
 }
 
 // ---------------------------------------------------------------------------------------------

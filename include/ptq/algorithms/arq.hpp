@@ -176,17 +176,4 @@ struct arq {
   }
 };
 
-/// ADA (AdaRound, spec §5.4) settings; the policy itself is delivered by a later issue.
-struct ada_settings {
-  unsigned num_iteration = 10000;
-  float reg_param = 0.01f;
-  float beta_range_start = 20.0f;
-  float beta_range_end = 2.0f;
-  float warm_start = 0.2f;
-  bool channel_wise = true;
-};
-
-/// The ADA weight policy: declared here so the dispatcher has its slot; not implemented yet.
-struct ada;
-
 }  // namespace ptq

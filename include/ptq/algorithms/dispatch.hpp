@@ -5,6 +5,7 @@
 #include <string>
 #include <variant>
 
+#include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/hfmg.hpp"
 #include "ptq/algorithms/ifmr.hpp"
@@ -60,14 +61,13 @@ struct weight_settings {
   ada_settings ada{};
 };
 
-/// Weight calibration by runtime algorithm. ADA is not available yet: an invalid_argument error.
+/// Weight calibration by runtime algorithm: the quant params (scale_w / offset_w). For ADA these
+/// are the KL initial scales; the learned rounding needs data (`ada_round`).
 [[nodiscard]] inline numeric_result<weight_quant_result> calibrate_weights(
     const weight_settings& s, const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
-  if (s.algo == weight_algo::ada) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              w.name + ": ada_quantize is not implemented in this version");
-  }
+  if (s.algo == weight_algo::ada)
+    return ada::calibrate(w, op, groups, s.ada, k);
   return arq::calibrate(w, op, groups, s.arq, k);
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptq/kernels/ada_update.hpp"
 #include "ptq/kernels/gemm.hpp"
 #include "ptq/kernels/hfmg_loss.hpp"
 #include "ptq/kernels/histogram.hpp"
@@ -43,6 +44,10 @@ struct kernel_set {
                       const hfmg_loss_params&) noexcept = nullptr;
   /// Single-precision GEMM (gemm.hpp); the reference set has the unfused reference.
   void (*gemm)(const gemm_problem&, float*) = nullptr;
+  /// AdaRound's element-wise passes (ada_update.hpp).
+  void (*ada_soft_weight)(const ada_arrays&, std::size_t, float*) noexcept = nullptr;
+  double (*ada_step)(const ada_arrays&, std::size_t, const float*,
+                     const ada_step_params&) noexcept = nullptr;
 };
 
 /// The scalar references as a kernel_set (the definition every SIMD set must equal).
@@ -59,6 +64,8 @@ struct kernel_set {
   k.select_extremes = &select_extremes_ref;
   k.hfmg_loss = &hfmg_loss_ref;
   k.gemm = &gemm_ref_unfused;
+  k.ada_soft_weight = &ada_soft_weight_ref;
+  k.ada_step = &ada_step_ref;
   return k;
 }
 
@@ -80,6 +87,8 @@ kernel_set make_kernel_set() noexcept {
   k.select_extremes = &select_extremes_simd<Arch>;
   k.hfmg_loss = &hfmg_loss_simd<Arch>;
   k.gemm = &gemm_simd<Arch>;
+  k.ada_soft_weight = &ada_soft_weight_simd<Arch>;
+  k.ada_step = &ada_step_simd<Arch>;
   return k;
 }
 
