@@ -214,9 +214,40 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
     if (!st)
       return fail(st);
   }
-  // Phase 3.
+  // Phase 3: ARQ, then each AdaRound layer from the calibration images, its input computed with
+  // the earlier layers quantized and its target with every AdaRound layer in float (spec §5.4).
   if (auto st = s.quantize_weights(); !st)
     return fail(st);
+  if (const auto ada = s.ada_layers(); !ada.empty()) {
+    const auto float_mode = current();
+    std::vector<ptq::layer_desc> float_descs;
+    for (const auto* d : float_mode)
+      float_descs.push_back(*d);  // the AdaRound layers' float (balanced) weights
+    for (const auto& name : ada) {
+      std::size_t idx = 0;
+      while (s.layers()[idx].desc.name != name)
+        ++idx;
+      auto input_of = [&](const std::vector<const ptq::layer_desc*>& mode) {
+        tensor captured;
+        forward(model, mode, calib, [&](std::size_t i, tensor& x) {
+          if (i == idx)
+            captured = x;
+          divide_by_factors(x, s.layers()[i].balance_factors, s.layers()[i].desc.type);
+        });
+        return captured;
+      };
+      auto in_float = current();
+      for (std::size_t i = 0; i < in_float.size(); ++i) {
+        if (std::find(ada.begin(), ada.end(), s.layers()[i].desc.name) != ada.end())
+          in_float[i] = &float_descs[i];
+      }
+      const tensor xq = input_of(current());
+      const tensor xf = input_of(in_float);
+      const auto fref = ptq::as_tensor_ref(xf, name + " float input");
+      if (auto st = s.quantize_ada(name, ptq::as_tensor_ref(xq, name + " input"), &fref); !st)
+        return fail(st);
+    }
+  }
   // Phase 4: each batch through the network with fake-quantized weights, float activations.
   for (std::size_t b = 0; b < batches; ++b) {
     ptq::numeric_status st = ptq::numeric_ok{};

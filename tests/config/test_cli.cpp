@@ -91,7 +91,8 @@ TEST_CASE("usage errors exit 2; --help exits 0", "[cli]") {
 TEST_CASE("ptq demo resolves every bundled config", "[cli]") {
   const auto r = run("demo " + data("../../examples/configs"));
   CHECK(r.code == 0);
-  CHECK(r.out.find("5 of 5 configs resolved") != std::string::npos);
+  CHECK(r.out.find("6 of 6 configs resolved") != std::string::npos);
+  CHECK(r.out.find("digits_ada.cfg") != std::string::npos);
   CHECK(r.out.find("conv1     Conv2d     yes    arq int6 per-tensor") != std::string::npos);
 }
 #endif

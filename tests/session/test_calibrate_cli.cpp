@@ -121,4 +121,47 @@ TEST_CASE("ptq calibrate errors", "[calibrate]") {
   CHECK(r.code == 1);
   CHECK(r.err.find("each batch file holds every quantizable layer's input") != std::string::npos);
 }
+TEST_CASE("ptq calibrate with AdaRound: --ada-data, --seed, progress and errors",
+          "[calibrate][ada]") {
+  {
+    std::ofstream c("ada_small.cfg");
+    c << "batch_num: 2\ncommon_config { ada_quantize { num_iteration: 120 } }\n";
+  }
+  const std::string base = "calibrate ada_small.cfg" + files;
+  // Without samples: a clear error naming the first AdaRound layer and the option.
+  auto r = run(base + " --quiet");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("layer 'conv1' uses ada_quantize: give its input samples with --ada-data") !=
+        std::string::npos);
+  // A file without the layer's samples.
+  r = run(base + " --quiet --ada-data " + ex + "/digits/model.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("--ada-data holds each AdaRound layer's input samples") != std::string::npos);
+  // Each batch file holds every layer's input under its name: usable as AdaRound samples.
+  const std::string ok = base + " --ada-data " + ex + "/digits/batch0.safetensors";
+  r = run(ok + " --seed 7 --fake-quant-weights ada_w7.safetensors");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("AdaRound seed:      7") != std::string::npos);
+  CHECK(r.err.find("ptq calibrate: ada conv2 120/120 recon ") != std::string::npos);
+  CHECK(r.out.find("ada/ifmr") != std::string::npos);
+  r = run(ok + " --json --quiet --seed 7 --fake-quant-weights ada_w7b.safetensors");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\"ada_seed\": 7") != std::string::npos);
+  CHECK(r.err.find("ada conv2") == std::string::npos);  // --quiet
+  std::string a, b;
+  REQUIRE(ptq::read_text_file("ada_w7.safetensors", a));
+  REQUIRE(ptq::read_text_file("ada_w7b.safetensors", b));
+  CHECK(a == b);  // the same seed: the same weights, byte for byte
+  CHECK(run(ok + " --quiet --json").out.find("\"ada_seed\": 0") != std::string::npos);
+  r = run(ok + " --seed -3");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--seed") != std::string::npos);
+  // The bundled example takes its samples from its calibration images.
+  r = run("calibrate --ada-data x.safetensors");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--ada-data goes with --model") != std::string::npos);
+  for (const char* f : {"ada_small.cfg", "ada_w7.safetensors", "ada_w7b.safetensors"})
+    CHECK(std::remove(f) == 0);
+}
 #endif

@@ -91,3 +91,29 @@ TEST_CASE("results are identical for every thread count", "[digits][slow]") {
   }
   CHECK(compute("quant.cfg", 1).record == run("quant.cfg", 1).record);  // and on a second run
 }
+
+TEST_CASE("AdaRound on the digits model: accuracy within 1 point of FP32", "[digits][ada][slow]") {
+  const auto& r = run("digits_ada.cfg");
+  INFO("FP32 " << r.fp32_accuracy << ", AdaRound " << r.quant_accuracy);
+  CHECK(r.quant_accuracy >= r.fp32_accuracy - 0.01);
+  const auto& s = *r.session;
+  for (const char* name : {"conv1", "conv2", "fc"}) {
+    INFO(name);
+    const auto* l = s.find(name);
+    REQUIRE(l);
+    REQUIRE(l->plan.weight);
+    CHECK(l->plan.weight->algo == ptq::weight_algo::ada);
+    CHECK(l->weight_params->offset == std::vector<std::int32_t>(l->weight_params->scale.size(), 0));
+    CHECK(l->ada_changed > 0);  // the learned rounding is not round-to-nearest everywhere
+  }
+  CHECK(s.find("conv1")->weight_params->scale.size() == 16);  // Conv2d: per channel
+  CHECK(s.find("fc")->weight_params->scale.size() == 1);      // Linear: per tensor
+}
+
+TEST_CASE("AdaRound weights are identical for every thread count", "[digits][ada][slow]") {
+  const auto& a = run("digits_ada.cfg", 1);
+  const auto& b = run("digits_ada.cfg", 2);
+  for (std::size_t i = 0; i < a.session->layers().size(); ++i)
+    CHECK(a.session->layers()[i].desc.weight == b.session->layers()[i].desc.weight);
+  CHECK(a.record == b.record);
+}

@@ -236,3 +236,113 @@ TEST_CASE("progress is reported per phase", "[session]") {
                                                 ptq::session_phase::weights,
                                                 ptq::session_phase::activations});
 }
+
+TEST_CASE("AdaRound layers: quantized one at a time in order, then the activation phase",
+          "[session][ada]") {
+  const std::string text = R"(batch_num: 1
+    common_config { ada_quantize { num_iteration: 60 } }
+    override_layer_configs { layer_name: "fc" calibration_config { arq_quantize {} } })";
+  auto layers = two_layers(false);
+  auto s = make(text, layers);
+  REQUIRE(s.quantize_weights().ok());
+  // conv is AdaRound, fc is ARQ: fc is quantized, conv waits with its float weight.
+  CHECK(s.phase() == ptq::session_phase::weights);
+  CHECK(s.ada_layers() == std::vector<std::string>{"conv"});
+  CHECK(s.layers()[1].weight_params.has_value());
+  CHECK_FALSE(s.layers()[0].weight_params.has_value());
+  CHECK(s.weight("conv") == layers[0].weight);
+  const auto x = input({6, 2, 5, 5}, 0.3f);
+  auto st = s.feed("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("weight quantization phase") != std::string::npos);
+  st = s.quantize_ada("fc", ptq::as_tensor_ref(input({6, 8}, 0.0f)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("not an AdaRound layer") != std::string::npos);
+  st = s.quantize_ada("conv", ptq::as_tensor_ref(input({6, 3, 5, 5}, 0.0f)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("3 input channels") != std::string::npos);
+  const auto other = input({5, 2, 5, 5}, 0.0f);
+  const auto other_ref = ptq::as_tensor_ref(other);
+  st = s.quantize_ada("conv", ptq::as_tensor_ref(x), &other_ref);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("differ in shape") != std::string::npos);
+
+  REQUIRE(s.quantize_ada("conv", ptq::as_tensor_ref(x)).ok());
+  CHECK(s.phase() == ptq::session_phase::activations);
+  CHECK(s.ada_layers().empty());
+  // The learned weight: the same as ada_round called directly, on the KL scales' grid.
+  ptq::ada_problem p;
+  p.name = "conv";
+  p.geometry.type = ptq::layer_type::conv2d;
+  p.geometry.in_channels = 2;
+  p.geometry.out_channels = 4;
+  p.geometry.kernel_h = p.geometry.kernel_w = 3;
+  p.geometry.in_h = p.geometry.in_w = 5;
+  p.weight = layers[0].weight.data();
+  p.bias = layers[0].bias->data();
+  p.input = x.data();
+  p.samples = 6;
+  ptq::ada_settings as;
+  as.num_iteration = 60;
+  const auto direct = ptq::ada_round(p, as);
+  REQUIRE(direct.ok());
+  CHECK(std::vector<float>(s.weight("conv").begin(), s.weight("conv").end()) ==
+        direct.value().weight);
+  CHECK(s.layers()[0].weight_params->scale == direct.value().params.scale);
+  st = s.quantize_ada("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("phase") != std::string::npos);
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(x)).ok());
+  REQUIRE(s.feed("fc", ptq::as_tensor_ref(input({2, 8}, 0.0f))).ok());
+  const auto rec = s.record();
+  REQUIRE(rec.ok());
+  CHECK(rec.value().find("conv")->scale_w == direct.value().params.scale);
+  CHECK(*rec.value().find("conv")->wts_type == "INT8");
+}
+
+TEST_CASE("AdaRound layers go in model order; the float input sets the target", "[session][ada]") {
+  const std::string text = "batch_num: 1 common_config { ada_quantize { num_iteration: 40 } }";
+  auto layers = two_layers(false);
+  ptq::session_options opt;
+  std::vector<std::string> seen;
+  opt.ada_report_every = 20;
+  opt.on_ada_progress = [&](std::string_view layer, const ptq::ada_progress& e) {
+    seen.push_back(std::string(layer) + ":" + std::to_string(e.iteration));
+  };
+  auto created = ptq::calibration_session::create(cfg(text), layers, opt);
+  REQUIRE(created.ok());
+  auto s = std::move(created).value();
+  REQUIRE(s.quantize_weights().ok());
+  CHECK(s.ada_layers() == std::vector<std::string>{"conv", "fc"});
+  const auto xfc = input({12, 8}, 0.5f);
+  auto st = s.quantize_ada("fc", ptq::as_tensor_ref(xfc));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find("'conv' is next") != std::string::npos);
+  REQUIRE(s.quantize_ada("conv", ptq::as_tensor_ref(input({4, 2, 5, 5}, 0.0f))).ok());
+  CHECK(s.phase() == ptq::session_phase::weights);
+  // A float input that differs from the input: the target comes from it, so the result differs
+  // from learning against the layer's own output.
+  const auto xf = input({12, 8}, 0.9f);
+  const auto xf_ref = ptq::as_tensor_ref(xf);
+  REQUIRE(s.quantize_ada("fc", ptq::as_tensor_ref(xfc), &xf_ref).ok());
+  CHECK(s.phase() == ptq::session_phase::activations);
+  CHECK(seen == std::vector<std::string>{"conv:20", "conv:40", "fc:20", "fc:40"});
+  ptq::ada_problem p;
+  p.name = "fc";
+  p.geometry.type = ptq::layer_type::linear;
+  p.geometry.in_channels = 8;
+  p.geometry.out_channels = 3;
+  p.weight = layers[1].weight.data();
+  p.input = xf.data();
+  p.samples = 12;
+  const auto target = ptq::ada_float_target(p);
+  REQUIRE(target.ok());
+  p.input = xfc.data();
+  p.target = target.value().data();
+  ptq::ada_settings as;
+  as.num_iteration = 40;
+  as.channel_wise = false;
+  const auto direct = ptq::ada_round(p, as);
+  REQUIRE(direct.ok());
+  CHECK(std::vector<float>(s.weight("fc").begin(), s.weight("fc").end()) == direct.value().weight);
+}

@@ -19,6 +19,7 @@
 #include "command.hpp"
 #include "config_io.hpp"
 #include "digits_pipeline.hpp"
+#include "numeric_io.hpp"
 #include "ptq/config_json.hpp"
 #include "ptq/io/atomic_file.hpp"
 #include "ptq/io/manifest.hpp"
@@ -38,6 +39,8 @@ struct calibrate_args {
   std::string record;
   std::string quant_config;
   std::string fake_quant_weights;
+  std::string ada_data;
+  std::uint64_t seed = 0;
   unsigned threads = 0;
   bool json = false;
   bool quiet = false;
@@ -68,6 +71,21 @@ struct progress_printer {
     } else {
       std::cerr << "ptq calibrate: " << phase << " " << e.done << "/" << e.total << " " << e.layer
                 << '\n';
+    }
+  }
+  // AdaRound: the iteration and the losses of the current layer.
+  void operator()(std::string_view layer, const ptq::ada_progress& e) const {
+    if (quiet || e.total == 0)
+      return;
+    std::ostringstream line;
+    line << "ada " << layer << " " << e.iteration << "/" << e.total << " recon "
+         << std::setprecision(4) << e.recon_loss << " round " << e.round_loss;
+    if (tty) {
+      std::cerr << "\r" << std::left << std::setw(70) << line.str() << std::flush;
+      if (e.iteration == e.total)
+        std::cerr << '\n';
+    } else {
+      std::cerr << "ptq calibrate: " << line.str() << '\n';
     }
   }
 };
@@ -264,6 +282,7 @@ int report(const calibrate_args& a, const ptq::calibration_session& s,
       j["fp32_accuracy"] = *fp32;
     if (quant)
       j["quantized_accuracy"] = *quant;
+    j["ada_seed"] = a.seed;
     j["outputs"] = {{"record", a.record},
                     {"quant_config", a.quant_config},
                     {"fake_quant_weights", a.fake_quant_weights}};
@@ -277,6 +296,12 @@ int report(const calibrate_args& a, const ptq::calibration_session& s,
               << (*quant - *fp32) * 100.0 << std::noshowpos << " points)\n";
   }
   std::cout << std::defaultfloat;
+  const bool any_ada = std::any_of(s.layers().begin(), s.layers().end(), [](const auto& l) {
+    return l.plan.quant_enable && l.plan.weight && l.plan.weight->algo == ptq::weight_algo::ada &&
+           ptq::supports_ada_round(l.desc.type);
+  });
+  if (any_ada)
+    std::cout << "AdaRound seed:      " << a.seed << '\n';
   if (!a.record.empty())
     std::cout << "record:             " << a.record << '\n';
   if (!a.quant_config.empty())
@@ -381,6 +406,27 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
   }
   if (auto st = s.quantize_weights(); !st)
     return error(st.error().message);
+  if (const auto ada = s.ada_layers(); !ada.empty()) {
+    // Each AdaRound layer learns against its own float output on its samples (no network runs).
+    if (a.ada_data.empty()) {
+      return error("layer '" + ada.front() +
+                   "' uses ada_quantize: give its input samples with --ada-data FILE");
+    }
+    ptq::io::safetensors_file samples;
+    if (!ptq::io::read_safetensors(a.ada_data, samples, err))
+      return error(err);
+    for (const auto& name : ada) {
+      if (!samples.get(name, t, err)) {
+        return error(a.ada_data + ": " + err +
+                     " (--ada-data holds each AdaRound layer's input samples under its name)");
+      }
+      if (auto st = s.quantize_ada(name, ptq::tensor_ref{t.data.data(), t.shape,
+                                                         name + " samples (" + a.ada_data + ")"});
+          !st) {
+        return error(st.error().message);
+      }
+    }
+  }
   std::vector<ptq::io::float_tensor> kept(s.layers().size());  // last batch, for the SQNR
   for (std::size_t b = 0; b < need; ++b) {
     for (std::size_t i = 0; i < s.layers().size(); ++i) {
@@ -438,6 +484,11 @@ const ptq_cli::register_command reg{
        sub.add_option("--quant-config", a->quant_config, "write the detailed JSON config here");
        sub.add_option("--fake-quant-weights", a->fake_quant_weights,
                       "write the fake-quantized weights (.safetensors) here");
+       sub.add_option("--ada-data", a->ada_data,
+                      "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
+                      "under the layer's name (dim 0 is the sample axis)");
+       sub.add_option("--seed", a->seed, "AdaRound minibatch seed (default 0)")
+           ->check(CLI::NonNegativeNumber);  // CLI11 would wrap "-3" to 2^64 - 3
        sub.add_option("--threads", a->threads,
                       "threads for the kernels (default: all cores; "
                       "results are identical for every count)");
@@ -450,7 +501,17 @@ const ptq_cli::register_command reg{
          progress_printer p;
          p.quiet = a->quiet;
          opt.on_progress = p;
+         opt.on_ada_progress = p;
+         opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
+         opt.ada_seed = a->seed;
+         opt.ada_report_every = p.tty ? 50 : 1000;
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
+           if (!a->ada_data.empty()) {
+             std::cerr << "ptq calibrate: error: --ada-data goes with --model/--weights/--batches; "
+                          "the bundled example takes its AdaRound samples from its calibration "
+                          "images\n";
+             return ptq_cli::exit_usage;
+           }
            return run_bundled(*a, std::move(opt));
          }
          if (a->config.empty()) {

@@ -147,12 +147,14 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
       m.desc.bias = std::move(b);
     }
     auto& conv = m.desc.conv;
-    for (const auto* key : {"stride", "padding", "dilation"}) {
+    for (const auto* key : {"stride", "padding", "dilation", "output_padding"}) {
       if (!e.contains(key))
         continue;
-      auto& dst = std::string(key) == "stride"    ? conv.stride
-                  : std::string(key) == "padding" ? conv.padding
-                                                  : conv.dilation;
+      const std::string k = key;
+      auto& dst = k == "stride"     ? conv.stride
+                  : k == "padding"  ? conv.padding
+                  : k == "dilation" ? conv.dilation
+                                    : conv.output_padding;
       if (!detail::size_list(e[key], dst)) {
         error = at + "\"" + key + "\" must be a list of sizes";
         return false;

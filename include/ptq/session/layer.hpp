@@ -22,6 +22,7 @@ struct conv_attributes {
   std::vector<std::size_t> stride;
   std::vector<std::size_t> padding;
   std::vector<std::size_t> dilation;
+  std::vector<std::size_t> output_padding;  ///< ConvTranspose only
   std::size_t groups = 1;
   std::string padding_mode = "zeros";  ///< the toolkit quantizes only "zeros"
 };

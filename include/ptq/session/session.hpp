@@ -2,8 +2,10 @@
 // the engine's layers and runs the toolkit's phases in order (spec §2, §7):
 //   1. Conv+BN fusion (at creation),
 //   2. the DMQ pass: the engine feeds each balanced layer's input once (`feed_dmq`),
-//   3. weight quantization of the fused, balanced weights (`quantize_weights`), after which the
-//      engine runs with `weight()` / `bias()` / `balance_factors()`,
+//   3. weight quantization of the fused, balanced weights (`quantize_weights`, ARQ), then the
+//      AdaRound layers one at a time in order (`quantize_ada`, from samples the engine computes
+//      with the earlier layers' quantized weights); afterwards the engine runs with `weight()` /
+//      `bias()` / `balance_factors()`,
 //   4. activation calibration: `batch_num` inputs per layer (`feed`), each layer finalized after
 //      its last batch; then `record()`.
 // A session is not thread-safe: call it from one thread (its kernels may use several).
@@ -22,11 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/config/resolve.hpp"
+#include "ptq/session/ada_layer.hpp"
 #include "ptq/session/layer.hpp"
 #include "ptq/session/record.hpp"
 
@@ -61,7 +65,14 @@ struct progress_event {
 struct session_options {
   resolve_options resolve{};
   unsigned threads = 1;  ///< for the kernels that can use several; results do not depend on it
+  /// The kernels every phase uses: the compile-time arch by default; a binary with per-ISA
+  /// translation units passes `kernels::dispatch_kernel_set<kernels::x86_archs>()`.
+  kernels::kernel_set kernels = kernels::default_kernels();
   std::function<void(const progress_event&)> on_progress;
+  std::uint64_t ada_seed = 0;  ///< AdaRound minibatch seed (recorded by `ptq calibrate`)
+  std::size_t ada_report_every = 100;
+  /// AdaRound progress: the layer and its iteration, reconstruction and rounding losses.
+  std::function<void(std::string_view, const ada_progress&)> on_ada_progress;
 };
 
 /// One layer's state in a session.
@@ -76,6 +87,8 @@ struct session_layer {
   std::optional<activation_observer> observer;
   /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
   double weight_sqnr_db = 0.0;
+  /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.
+  std::size_t ada_changed = 0;
 };
 
 class calibration_session {
@@ -163,7 +176,7 @@ class calibration_session {
       act.name = l->desc.name + " input";
     dmq_settings ds;
     ds.migration_strength = *l->plan.dmq_balancer_param;
-    auto f = dmq_factors(act, w, op, l->desc.conv.groups, ds);
+    auto f = dmq_factors(act, w, op, l->desc.conv.groups, ds, options_.kernels);
     if (!f)
       return f.error();
     l->balance_factors = std::move(f).value();
@@ -174,8 +187,10 @@ class calibration_session {
     return numeric_ok{};
   }
 
-  /// Phase 3: balances and quantizes every enabled layer's weights (ARQ). Needs every DMQ layer
-  /// fed. Afterwards `weight()` is the fake-quantized weight the engine must run with.
+  /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
+  /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
+  /// with; the AdaRound layers (`ada_layers()`) keep their float (balanced) weight until
+  /// `quantize_ada`, and the activation phase starts after the last of them.
   [[nodiscard]] numeric_status quantize_weights() {
     if (phase_ != session_phase::dmq)
       return fail("quantize_weights: the weights are already quantized");
@@ -195,8 +210,89 @@ class calibration_session {
         phase_ = session_phase::dmq;
         return st;
       }
-      report(session_phase::weights, l.desc.name, ++done, total);
+      if (!is_ada(l))
+        report(session_phase::weights, l.desc.name, ++done, total);
     }
+    if (ada_layers().empty())
+      start_activations();
+    return numeric_ok{};
+  }
+
+  /// The enabled layers whose weights AdaRound quantizes, in model order; after
+  /// `quantize_weights`, those still to do.
+  [[nodiscard]] std::vector<std::string> ada_layers() const {
+    std::vector<std::string> out;
+    for (const auto& l : layers_) {
+      if (is_ada(l) && !l.weight_params)
+        out.push_back(l.desc.name);
+    }
+    return out;
+  }
+
+  /// Phase 3, AdaRound (spec §5.4): learns the rounding of the next AdaRound layer, `name`, from
+  /// its input samples `input` (dim 0 is the sample axis; Linear: every row of the last axis is
+  /// a sample) computed by the engine with the earlier layers quantized. The target is the
+  /// layer's float output through its activation on `float_input` (the input with every
+  /// AdaRound layer in float), or on `input` when that is null. Inputs are divided by the DMQ
+  /// factors here, as in `feed`.
+  [[nodiscard]] numeric_status quantize_ada(std::string_view name, const tensor_ref& input,
+                                            const tensor_ref* float_input = nullptr) {
+    session_layer* l = nullptr;
+    if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
+      return st;
+    const auto todo = ada_layers();
+    if (!is_ada(*l) || todo.empty())
+      return fail(std::string(name) + ": not an AdaRound layer still to quantize");
+    if (todo.front() != name) {
+      return fail("quantize_ada('" + std::string(name) +
+                  "'): AdaRound layers go in model order; '" + todo.front() + "' is next");
+    }
+    if (auto st = check_input(*l, input); !st)
+      return st;
+    if (float_input) {
+      if (auto st = check_input(*l, *float_input); !st)
+        return st;
+      if (float_input->shape != input.shape) {
+        return make_numeric_error(numeric_errc::shape_mismatch,
+                                  std::string(name) + ": the float input " +
+                                      shape_string(float_input->shape) + " and the input " +
+                                      shape_string(input.shape) + " differ in shape");
+      }
+    }
+    ada_settings as = ada_settings_of(*l->plan.weight);
+    as.seed = options_.ada_seed;
+    as.threads = options_.threads;
+    as.report_every = options_.ada_report_every;
+    if (options_.on_ada_progress) {
+      as.on_progress = [this, l](const ada_progress& e) {
+        options_.on_ada_progress(l->desc.name, e);
+      };
+    }
+    auto r =
+        ada_quantize_layer(l->desc, l->balance_factors, input, float_input, as, options_.kernels);
+    if (!r)
+      return r.error();
+    auto& res = r.value();
+    l->weight_sqnr_db = sqnr_db(l->desc.weight.data(), res.weight.data(), res.weight.size());
+    std::copy(res.weight.begin(), res.weight.end(), l->desc.weight.begin());
+    l->ada_changed = res.changed;
+    l->weight_params = std::move(res.params);
+    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
+    const std::size_t done =
+        count_if([](const session_layer& x) { return x.weight_params.has_value(); });
+    report(session_phase::weights, l->desc.name, done, total);
+    if (todo.size() == 1)
+      start_activations();
+    return numeric_ok{};
+  }
+
+ private:
+  static bool is_ada(const session_layer& l) {
+    return l.plan.quant_enable && l.plan.weight && l.plan.weight->algo == weight_algo::ada &&
+           supports_ada_round(l.desc.type);
+  }
+
+  void start_activations() {
     for (auto& l : layers_) {
       if (!l.plan.quant_enable)
         continue;
@@ -215,12 +311,12 @@ class calibration_session {
       as.hfmg.bits = static_cast<int>(a.num_bits);
       as.hfmg.asymmetric = a.asymmetric;
       as.hfmg.threads = options_.threads;
-      l.observer.emplace(as, kernels::default_kernels(), l.desc.name + " input");
+      l.observer.emplace(as, options_.kernels, l.desc.name + " input");
     }
     phase_ = session_phase::activations;
-    return numeric_ok{};
   }
 
+ public:
   /// The weight the engine runs with: fused, balanced, fake-quantized (after phase 3).
   [[nodiscard]] const xt::xarray<float>& weight(std::string_view name) const {
     return find(name)->desc.weight;
@@ -449,6 +545,8 @@ class calibration_session {
         return st;
       }
     }
+    if (is_ada(l))
+      return numeric_ok{};  // learned later by quantize_ada, from the engine's samples
     weight_settings ws;
     if (l.plan.weight) {
       ws.algo = l.plan.weight->algo;
@@ -458,11 +556,12 @@ class calibration_session {
       ws.arq.channel_wise = supports_channel_wise(l.desc.type);
     }
     auto p = calibrate_weights(ws, as_tensor_ref(l.desc.weight, l.desc.name + ".weight"), op,
-                               l.desc.conv.groups);
+                               l.desc.conv.groups, options_.kernels);
     if (!p)
       return p.error();
     const std::vector<float> before(l.desc.weight.begin(), l.desc.weight.end());
-    if (auto st = arq_fake_quantize(l.desc.weight.data(), shape, op, l.desc.conv.groups, p.value());
+    if (auto st = arq_fake_quantize(l.desc.weight.data(), shape, op, l.desc.conv.groups, p.value(),
+                                    options_.kernels);
         !st) {
       return st;
     }

@@ -1,0 +1,129 @@
+// From a session layer to an AdaRound problem: the layer geometry from its description and an
+// input batch, the samples (divided by the DMQ factors), and the ADA settings of its resolved
+// config. Depends on the algorithms layer and the session's layer description.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ptq/algorithms/ada.hpp"
+#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/config/resolve.hpp"
+#include "ptq/session/layer.hpp"
+
+namespace ptq {
+
+/// AdaRound samples of one layer: the geometry they fit and `count` per-sample inputs.
+struct ada_samples {
+  layer_geometry geometry;
+  std::vector<float> data;
+  std::size_t count = 0;
+};
+
+namespace detail {
+
+// A 2-d attribute from PyTorch's list form: empty → fallback, one value → both.
+inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallback, std::size_t& h,
+                           std::size_t& w) noexcept {
+  h = v.empty() ? fallback : v[0];
+  w = v.empty() ? fallback : (v.size() == 1 ? v[0] : v[1]);
+}
+
+}  // namespace detail
+
+/// The samples of `input` for layer `d` (Conv2d / ConvTranspose2d: [N, Cin, H, W], N samples;
+/// Linear: [..., Cin], every row a sample), divided by the DMQ `factors` (empty: none).
+[[nodiscard]] inline numeric_result<ada_samples> ada_samples_of(const layer_desc& d,
+                                                                const tensor_ref& input,
+                                                                const std::vector<float>& factors) {
+  const std::string at = d.name + " AdaRound input " + shape_string(input.shape) + ": ";
+  ada_samples out;
+  layer_geometry& g = out.geometry;
+  g.type = d.type;
+  g.in_channels = layer_input_channels(d);
+  g.out_channels = layer_output_channels(d);
+  g.groups = d.conv.groups;
+  if (d.type == layer_type::linear) {
+    if (input.shape.empty() || input.shape.back() != g.in_channels) {
+      return make_numeric_error(numeric_errc::shape_mismatch, at + "the last axis must be Cin = " +
+                                                                  std::to_string(g.in_channels));
+    }
+    out.count = input.size() / g.in_channels;
+  } else if (d.type == layer_type::conv2d || d.type == layer_type::conv_transpose2d) {
+    if (input.shape.size() != 4 || input.shape[1] != g.in_channels) {
+      return make_numeric_error(numeric_errc::shape_mismatch,
+                                at + "expected [N, " + std::to_string(g.in_channels) + ", H, W]");
+    }
+    out.count = input.shape[0];
+    g.in_h = input.shape[2];
+    g.in_w = input.shape[3];
+    g.kernel_h = d.weight.shape()[2];
+    g.kernel_w = d.weight.shape()[3];
+    detail::attribute_pair(d.conv.stride, 1, g.stride_h, g.stride_w);
+    detail::attribute_pair(d.conv.padding, 0, g.pad_h, g.pad_w);
+    detail::attribute_pair(d.conv.dilation, 1, g.dilation_h, g.dilation_w);
+    detail::attribute_pair(d.conv.output_padding, 0, g.output_padding_h, g.output_padding_w);
+  } else {
+    return make_numeric_error(numeric_errc::invalid_argument,
+                              d.name +
+                                  ": AdaRound quantizes Conv2d, ConvTranspose2d and Linear, not " +
+                                  std::string(to_string(d.type)));
+  }
+  if (auto st = validate_geometry(g); !st)
+    return make_numeric_error(st.error().code, at + st.error().message);
+  out.data.assign(input.data, input.data + input.size());
+  if (!factors.empty()) {
+    if (auto st = dmq_apply_to_activation(out.data.data(), input.shape, d.type, factors); !st)
+      return make_numeric_error(st.error().code, at + st.error().message);
+  }
+  return out;
+}
+
+/// The ADA settings of a resolved `weight_quant_params` (seed, threads and progress are the
+/// caller's).
+[[nodiscard]] inline ada_settings ada_settings_of(const basic_weight_params<float>& w) {
+  ada_settings s;
+  s.num_iteration = w.num_iteration;
+  s.reg_param = w.reg_param;
+  s.warm_start = w.warm_start;
+  s.beta_range_start = w.beta_range_start;
+  s.beta_range_end = w.beta_range_end;
+  s.channel_wise = w.channel_wise;
+  return s;
+}
+
+/// AdaRound of layer `d` (weights fused and balanced by `factors`) on the samples of `input`,
+/// with the target act(float layer) computed on `float_input`, or on `input` when null.
+[[nodiscard]] inline numeric_result<ada_result> ada_quantize_layer(
+    const layer_desc& d, const std::vector<float>& factors, const tensor_ref& input,
+    const tensor_ref* float_input, const ada_settings& s, const kernels::kernel_set& k) {
+  auto samples = ada_samples_of(d, input, factors);
+  if (!samples)
+    return samples.error();
+  ada_problem p;
+  p.name = d.name;
+  p.geometry = samples.value().geometry;
+  p.weight = d.weight.data();
+  p.bias = d.bias ? d.bias->data() : nullptr;
+  p.activation = d.activation;
+  p.samples = samples.value().count;
+  std::vector<float> target;
+  if (float_input) {
+    auto f = ada_samples_of(d, *float_input, factors);
+    if (!f)
+      return f.error();
+    ada_problem fp = p;
+    fp.input = f.value().data.data();
+    auto t = ada_float_target(fp, k, s.threads);
+    if (!t)
+      return t.error();
+    target = std::move(t).value();
+    p.target = target.data();
+  }
+  p.input = samples.value().data.data();
+  return ada_round(p, s, k);
+}
+
+}  // namespace ptq
