@@ -5,9 +5,9 @@
 // same arch (12 independent accumulator chains in registers, a fused multiply-add exactly when
 // the GEMM uses one), so `of_peak` reads as the fraction of peak the GEMM reaches.
 //
-// The arch is xsimd::default_arch of this TU (sse2 in a default x86-64 build); for the AVX2
-// figures configure with -DCMAKE_CXX_FLAGS="-mavx2 -mfma". Times are this thread's CPU time, best
-// iteration, so other processes sharing the cores disturb them little.
+// The kernels and the peak loop are picked at run time (benchmarks/dispatch), as in the ptq tool.
+// Times are this thread's CPU time, best iteration, so other processes sharing the cores disturb
+// them little.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -16,58 +16,16 @@
 #include <random>
 #include <vector>
 
+#include "dispatch/dispatch.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace {
 
-using arch = xsimd::default_arch;
-
 double cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-/// The peak loop: 12 independent chains acc = acc·m + c (the GEMM's multiply-add of this arch).
-[[gnu::noinline]] float madd_loop(std::size_t iters, float m, float c) {
-  using B = xsimd::batch<float, arch>;
-  const B vm(m), vc(c);
-  B a0(0.0f), a1(0.1f), a2(0.2f), a3(0.3f), a4(0.4f), a5(0.5f);
-  B a6(0.6f), a7(0.7f), a8(0.8f), a9(0.9f), a10(1.0f), a11(1.1f);
-  for (std::size_t i = 0; i < iters; ++i) {
-    a0 = ptq::kernels::detail::gemm_madd<arch>(a0, vm, vc);
-    a1 = ptq::kernels::detail::gemm_madd<arch>(a1, vm, vc);
-    a2 = ptq::kernels::detail::gemm_madd<arch>(a2, vm, vc);
-    a3 = ptq::kernels::detail::gemm_madd<arch>(a3, vm, vc);
-    a4 = ptq::kernels::detail::gemm_madd<arch>(a4, vm, vc);
-    a5 = ptq::kernels::detail::gemm_madd<arch>(a5, vm, vc);
-    a6 = ptq::kernels::detail::gemm_madd<arch>(a6, vm, vc);
-    a7 = ptq::kernels::detail::gemm_madd<arch>(a7, vm, vc);
-    a8 = ptq::kernels::detail::gemm_madd<arch>(a8, vm, vc);
-    a9 = ptq::kernels::detail::gemm_madd<arch>(a9, vm, vc);
-    a10 = ptq::kernels::detail::gemm_madd<arch>(a10, vm, vc);
-    a11 = ptq::kernels::detail::gemm_madd<arch>(a11, vm, vc);
-  }
-  const B s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
-  return xsimd::hadd(s);
-}
-
-/// Peak GFLOP/s of this thread (2 flops per lane per multiply-add), best of 5; measured once.
-double peak_gflops() {
-  static const double peak = [] {
-    constexpr std::size_t iters = 20'000'000;
-    double best = 1e30;
-    for (int r = 0; r < 5; ++r) {
-      const double t0 = cpu_seconds();
-      benchmark::DoNotOptimize(madd_loop(iters, 0.999999f, 1e-3f));
-      best = std::min(best, cpu_seconds() - t0);
-    }
-    const double flops = 2.0 * 12.0 * static_cast<double>(xsimd::batch<float, arch>::size) *
-                         static_cast<double>(iters);
-    return flops / best * 1e-9;
-  }();
-  return peak;
 }
 
 std::vector<float> normal_floats(std::size_t n, unsigned seed) {
@@ -82,7 +40,7 @@ std::vector<float> normal_floats(std::size_t n, unsigned seed) {
 /// Times f (best iteration, CPU time) and reports GFLOP/s, the peak and the fraction of it.
 template <class F>
 void run_vs_peak(benchmark::State& state, double flops, F&& f) {
-  const double peak = peak_gflops();
+  const double peak = ptq_bench::madd_peak_gflops();
   double best = 1e30;
   for (auto _ : state) {
     const double t0 = cpu_seconds();
@@ -94,7 +52,7 @@ void run_vs_peak(benchmark::State& state, double flops, F&& f) {
   state.counters["GFLOPs"] = flops / best * 1e-9;
   state.counters["peak_GFLOPs"] = peak;
   state.counters["of_peak"] = flops / best * 1e-9 / peak;
-  state.SetLabel(arch::name());
+  state.SetLabel(ptq_bench::kernels().arch_name);
 }
 
 constexpr std::size_t batch = 32;
@@ -127,8 +85,7 @@ double layer_flops(const ptq::layer_geometry& g) {
 }
 
 void layer_bench(benchmark::State& state, const ptq::layer_geometry& g, bool grad) {
-  const auto k = ptq::kernels::make_kernel_set<arch>();
-  ptq::layer_compute lc(g, 1, k);
+  ptq::layer_compute lc(g, 1, ptq_bench::kernels());
   const auto x = normal_floats(batch * lc.input_size(), 1);
   const auto w = normal_floats(lc.weight_size(), 2);
   const auto b = normal_floats(g.out_channels, 3);
@@ -145,7 +102,7 @@ void layer_bench(benchmark::State& state, const ptq::layer_geometry& g, bool gra
 /// The bare GEMM calls of a layer: `calls` problems of m x n x k with the given transpositions.
 void gemm_bench(benchmark::State& state, std::size_t m, std::size_t n, std::size_t k, bool ta,
                 bool tb, std::size_t calls) {
-  const auto ks = ptq::kernels::make_kernel_set<arch>();
+  const auto& ks = ptq_bench::kernels();
   const auto a = normal_floats(m * k, 5);
   const auto b = normal_floats(k * n * calls, 6);
   std::vector<float> c(m * n * calls), ws(ptq::kernels::gemm_workspace_floats);
@@ -173,9 +130,9 @@ void gemm_bench(benchmark::State& state, std::size_t m, std::size_t n, std::size
 
 static void BM_peak_madd_loop(benchmark::State& state) {
   constexpr std::size_t iters = 1'000'000;
-  const double flops = 2.0 * 12.0 * static_cast<double>(xsimd::batch<float, arch>::size) *
-                       static_cast<double>(iters);
-  run_vs_peak(state, flops, [&] { benchmark::DoNotOptimize(madd_loop(iters, 0.999999f, 1e-3f)); });
+  const double flops = ptq_bench::run_madd_loop(1);  // per round
+  run_vs_peak(state, flops * static_cast<double>(iters),
+              [&] { (void)ptq_bench::run_madd_loop(iters); });
 }
 BENCHMARK(BM_peak_madd_loop)->UseManualTime()->Unit(benchmark::kMillisecond);
 

@@ -2,6 +2,12 @@
 // kernels_avx2.cpp / kernels_avx512.cpp).
 #include "dispatch.hpp"
 
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "madd_peak.hpp"
 #include "stream_read.hpp"
 
 PTQ_KERNELS_EXTERN_AVX2
@@ -10,6 +16,10 @@ extern template ptq_bench::stream_read_fn ptq_bench::stream_read_factory::operat
     xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) const noexcept;
 extern template ptq_bench::stream_read_fn
 ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(xsimd::avx512f) const noexcept;
+extern template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<
+    xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) const noexcept;
+extern template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xsimd::avx512f>(
+    xsimd::avx512f) const noexcept;
 
 namespace ptq_bench {
 
@@ -22,6 +32,37 @@ const ptq::kernels::kernel_set& kernels() noexcept {
 float stream_read(const float* x, std::size_t n) noexcept {
   static const stream_read_fn f = xsimd::dispatch<ptq::kernels::x86_archs>(stream_read_factory{})();
   return f(x, n);
+}
+
+namespace {
+const madd_loop& peak_loop() {
+  static const madd_loop l = xsimd::dispatch<ptq::kernels::x86_archs>(madd_loop_factory{})();
+  return l;
+}
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+}  // namespace
+
+double run_madd_loop(std::size_t iters) {
+  benchmark::DoNotOptimize(peak_loop().run(iters, 0.999999f, 1e-3f));
+  return 2.0 * 12.0 * static_cast<double>(peak_loop().lanes) * static_cast<double>(iters);
+}
+
+double madd_peak_gflops() {
+  static const double peak = [] {
+    constexpr std::size_t iters = 20'000'000;
+    double best = 1e30, flops = 0.0;
+    for (int r = 0; r < 5; ++r) {
+      const double t0 = thread_seconds();
+      flops = run_madd_loop(iters);
+      best = std::min(best, thread_seconds() - t0);
+    }
+    return flops / best * 1e-9;
+  }();
+  return peak;
 }
 
 }  // namespace ptq_bench

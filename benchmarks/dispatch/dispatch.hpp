@@ -1,7 +1,8 @@
 // The kernels the benchmarks measure, picked at run time like the ptq tool does: xsimd::dispatch
 // over avx512f / fma3<avx2> / sse2, with the AVX2 and AVX-512 sets compiled in their own
 // translation units (kernels_avx2.cpp, kernels_avx512.cpp). The streaming-read baseline is
-// dispatched the same way, so each figure and its baseline run on the same ISA.
+// dispatched the same way, so each figure and its baseline run on the same ISA, and so is the
+// multiply-add peak loop the GEMM figures are compared with.
 #pragma once
 
 #include <cstddef>
@@ -15,5 +16,12 @@ namespace ptq_bench {
 
 /// One plain streaming read of x[0..n) with the arch of kernels() (the baseline).
 float stream_read(const float* x, std::size_t n) noexcept;
+
+/// The peak of one thread in GFLOP/s: madd_peak.hpp's loop with the arch of kernels(), best of
+/// five runs of this thread's CPU time (measured once, on first use).
+double madd_peak_gflops();
+
+/// One run of that loop: `iters` rounds, returning its flop count.
+double run_madd_loop(std::size_t iters);
 
 }  // namespace ptq_bench

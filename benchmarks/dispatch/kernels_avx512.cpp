@@ -8,9 +8,12 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "madd_peak.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 #include "stream_read.hpp"
 
 PTQ_KERNELS_INSTANTIATE_AVX512
 template ptq_bench::stream_read_fn ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(
+    xsimd::avx512f) const noexcept;
+template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xsimd::avx512f>(
     xsimd::avx512f) const noexcept;

@@ -1,0 +1,113 @@
+// AdaRound end to end (spec §5.4): `ada_round` for 1000 iterations (minibatches of 32) on a
+// Linear 512->512 with 1024 samples and on a Conv2d 64->64 3x3 (padding 1) over 16x16 inputs with
+// 256 samples, one thread and two. Reported: AdaRound iterations per second and the GFLOP/s of
+// the layer arithmetic (forward plus weight gradient per iteration, over the whole run time, so
+// the element-wise passes and the minibatch gathers count against it), beside the machine's
+// peak measured in the same run (a plain multiply-add loop of the same arch, benchmarks/dispatch).
+// PTQ_BENCH_SMOKE=1 (the ctest smoke run) does 5 iterations instead of 1000.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "dispatch/dispatch.hpp"
+#include "ptq/algorithms/ada.hpp"
+
+namespace {
+
+std::vector<float> normal_floats(std::size_t n, unsigned seed, float sd) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v)
+    x = nd(rng);
+  return v;
+}
+
+unsigned iterations() {
+  const char* smoke = std::getenv("PTQ_BENCH_SMOKE");
+  return smoke && *smoke == '1' ? 5U : 1000U;
+}
+
+void run_ada(benchmark::State& state, const ptq::layer_geometry& g, std::size_t samples) {
+  const unsigned threads = static_cast<unsigned>(state.range(0));
+  const auto& k = ptq_bench::kernels();
+  ptq::ada_problem p;
+  p.name = "bench";
+  p.geometry = g;
+  const auto w = normal_floats(ptq::weight_size(g), 1, 0.05f);
+  const auto b = normal_floats(g.out_channels, 2, 0.1f);
+  const auto x = normal_floats(samples * ptq::input_size(g), 3, 1.0f);
+  p.weight = w.data();
+  p.bias = b.data();
+  p.input = x.data();
+  p.samples = samples;
+  p.activation.kind = ptq::activation_kind::relu;
+  const auto target = ptq::ada_float_target(p, k, threads).value();
+  p.target = target.data();
+  ptq::ada_settings s;
+  s.num_iteration = iterations();
+  s.threads = threads;
+  s.channel_wise = g.type != ptq::layer_type::linear;
+  const double peak = ptq_bench::madd_peak_gflops();
+  for (auto _ : state) {
+    auto r = ptq::ada_round(p, s, k);
+    benchmark::DoNotOptimize(r.ok());
+  }
+  // Multiply-adds of one forward on the minibatch; the weight gradient has as many.
+  const double kk = static_cast<double>(g.kernel_h * g.kernel_w);
+  const double pos = static_cast<double>(ptq::output_h(g) * ptq::output_w(g));
+  const double madds = static_cast<double>(s.batch_size) * static_cast<double>(g.out_channels) *
+                       static_cast<double>(g.in_channels / g.groups) * kk * pos;
+  const double its = static_cast<double>(state.iterations()) * s.num_iteration;
+  state.counters["ada_iterations_per_s"] = benchmark::Counter(its, benchmark::Counter::kIsRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(its * 4.0 * madds * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["peak_GFLOPs"] = peak * threads;
+  state.SetLabel(std::string(k.arch_name) + ", " + std::to_string(s.num_iteration) + " iterations");
+}
+
+ptq::layer_geometry linear_512() {
+  ptq::layer_geometry g;
+  g.type = ptq::layer_type::linear;
+  g.in_channels = 512;
+  g.out_channels = 512;
+  return g;
+}
+
+ptq::layer_geometry conv_64_3x3_16() {
+  ptq::layer_geometry g;
+  g.type = ptq::layer_type::conv2d;
+  g.in_channels = 64;
+  g.out_channels = 64;
+  g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  g.in_h = g.in_w = 16;
+  return g;
+}
+
+}  // namespace
+
+static void BM_ada_linear512_1024_samples(benchmark::State& state) {
+  run_ada(state, linear_512(), 1024);
+}
+BENCHMARK(BM_ada_linear512_1024_samples)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
+
+static void BM_ada_conv64_3x3_16x16_256_samples(benchmark::State& state) {
+  run_ada(state, conv_64_3x3_16(), 256);
+}
+BENCHMARK(BM_ada_conv64_3x3_16x16_256_samples)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
+
+BENCHMARK_MAIN();
