@@ -390,6 +390,32 @@ TEST_CASE("layer results are bit-identical for 1, 2, 3 threads and equal the ref
   }
 }
 
+TEST_CASE("a Conv2d gives the same bits run per sample or with the samples side by side",
+          "[layers]") {
+  // 20 samples of 32x3x3 over 16x16 exceed the batched forward's budget: one GEMM per sample.
+  // One sample at a time fits it: one GEMM over the (single) sample. Same sums, same bits.
+  layer_geometry g;
+  g.type = layer_type::conv2d;
+  g.in_channels = g.out_channels = 32;
+  g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  g.in_h = g.in_w = 16;
+  const std::size_t n = 20;
+  std::mt19937 rng(5);
+  ptq::layer_compute lc(g);
+  const auto x = random_floats(n * lc.input_size(), rng);
+  const auto w = random_floats(lc.weight_size(), rng);
+  const auto b = random_floats(g.out_channels, rng);
+  std::vector<float> all(n * lc.output_size()), one(n * lc.output_size());
+  REQUIRE(lc.forward(x.data(), n, w.data(), b.data(), all.data()).ok());
+  for (std::size_t s = 0; s < n; ++s) {
+    REQUIRE(lc.forward(x.data() + s * lc.input_size(), 1, w.data(), b.data(),
+                       one.data() + s * lc.output_size())
+                .ok());
+  }
+  CHECK(same_bits(all, one));
+}
+
 TEST_CASE("layer with no samples: empty output, zero gradient", "[layers]") {
   for (const auto& c : accuracy_cases()) {
     INFO(c.name);

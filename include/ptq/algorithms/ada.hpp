@@ -49,6 +49,9 @@ struct ada_settings {
   std::size_t batch_size = 32;  ///< the toolkit's fixed minibatch
   adam_params adam{};           ///< the toolkit uses torch's defaults (lr 1e-3)
   unsigned threads = 1;         ///< results do not depend on it
+  /// The iterations use `threads` only from this many multiply-adds per minibatch forward:
+  /// threads start per call, which costs more than it saves on a small layer.
+  std::size_t parallel_madds = std::size_t{1} << 26;
   std::size_t report_every = 100;
   std::function<void(const ada_progress&)> on_progress;
 };
@@ -282,7 +285,9 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
       return c.error();
 
     const std::size_t batch = std::min(s.batch_size, p.samples);
-    layer_compute lc(geo, s.threads, k);
+    const std::size_t madds = batch * nw * (out / geo.out_channels);
+    const unsigned threads = madds >= s.parallel_madds ? s.threads : 1U;
+    layer_compute lc(geo, threads, k);
     std::vector<float> xb(batch * in);
     std::vector<float> tb(batch * out);
     std::vector<float> z(batch * out);
@@ -307,7 +312,7 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
         std::copy_n(p.input + perm[i] * in, in, xb.begin() + static_cast<std::ptrdiff_t>(i * in));
         std::copy_n(target + perm[i] * out, out, tb.begin() + static_cast<std::ptrdiff_t>(i * out));
       }
-      detail::ada_soft_weight(st, w.data(), k, s.threads);
+      detail::ada_soft_weight(st, w.data(), k, threads);
       // The geometry and activation were checked above: these cannot fail.
       (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
       (void)activation_forward(p.activation, z.data(), y.data(), batch, geo.out_channels, spatial);
@@ -328,7 +333,7 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
       const adam_step_constants ac = adam_constants(s.adam, t + 1);
       const kernels::ada_step_params sp{s.reg_param,    beta,         s.adam.beta1, s.adam.beta2,
                                         s.adam.epsilon, ac.step_size, ac.sqrt_bias2};
-      const double round = detail::ada_update(st, gw.data(), sp, k, s.threads);
+      const double round = detail::ada_update(st, gw.data(), sp, k, threads);
       if (!std::isfinite(recon + round)) {
         return make_numeric_error(
             numeric_errc::non_finite,

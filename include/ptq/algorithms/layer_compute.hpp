@@ -241,13 +241,19 @@ class layer_compute {
     }
   }
 
-  /// One task per (sample, group): its im2col goes to the thread's buffer, still in cache when
-  /// the GEMM reads it.
+  /// Small images (the im2col of all samples fits in grad_chunk_floats): one GEMM per group over
+  /// all samples side by side, then a copy into [n, cout, P]. Otherwise one task per (sample,
+  /// group), its im2col in the thread's buffer, still in cache when the GEMM reads it. Both
+  /// compute each output as the same k-ordered sum, so they give the same bits.
   void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
     const window_geometry win = windows();
     const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
     const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
     const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w;
+    if (groups * kdim * n * P <= grad_chunk_floats) {
+      forward_conv_batched(x, n, w, bias, y);
+      return;
+    }
     prepare_threads(n * groups, kdim * P);
     run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
       const std::size_t s = blk / groups, grp = blk % groups;
@@ -272,14 +278,44 @@ class layer_compute {
     });
   }
 
+  void forward_conv_batched(const float* x, std::size_t n, const float* w, const float* bias,
+                            float* y) {
+    const std::size_t groups = g_.groups, cout_g = g_.out_channels / groups, P = oh_ * ow_;
+    const std::size_t kdim = (g_.in_channels / groups) * g_.kernel_h * g_.kernel_w, ld = n * P;
+    gather(x, n);
+    cat_.resize(g_.out_channels * ld);
+    tasks_.clear();
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // Ycat_g[cout_g, n*P] = W_g[cout_g, kdim] · col_g[kdim, n*P]
+      p.m = cout_g;
+      p.n = ld;
+      p.k = kdim;
+      p.a = w + grp * cout_g * kdim;
+      p.lda = kdim;
+      p.b = col_.data() + grp * kdim * ld;
+      p.ldb = ld;
+      p.c = cat_.data() + grp * cout_g * ld;
+      p.ldc = ld;
+      add_gemm(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, groups);
+    }
+    run_tasks();
+    const float* cat = cat_.data();
+    const std::size_t cout = g_.out_channels;
+    run_blocks(n, [=](std::size_t s, std::size_t) {
+      for (std::size_t c = 0; c < cout; ++c)
+        std::memcpy(y + (s * cout + c) * P, cat + c * ld + s * P, P * sizeof(float));
+    });
+  }
+
   /// Samples gathered per chunk of the weight gradient (about 4 MB of im2col, so it stays in
   /// the last-level cache between the gather and the GEMMs).
   static constexpr std::size_t grad_chunk_floats = std::size_t{1} << 20;
 
   /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · col_s,g^T, where col is the im2col of
   /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels = m·groups.
-  /// Every output tile runs the samples in order, one GEMM per sample continuing the sums in
-  /// dw, which is the same float sequence as one GEMM with the samples along k.
+  /// Per chunk of samples, A is laid side by side like col and one GEMM per group runs with the
+  /// samples along k, continuing the sums in dw from the chunk before: every dw element is one
+  /// k-ordered sum over all samples, whatever the chunking and the thread count.
   void weight_grad_chunked(const float* img, const float* a, std::size_t a_channels, std::size_t n,
                            float* dw) {
     const window_geometry win = windows();
@@ -295,14 +331,15 @@ class layer_compute {
     for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
       const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
       gather(img + s0 * img_sample, cnt);
+      concat_samples(a + s0 * a_channels * P, cnt, a_channels, P);
       tasks_.clear();
       for (std::size_t grp = 0; grp < groups; ++grp) {
-        kernels::gemm_problem p;  // the chunk's first sample; the task steps through the others
+        kernels::gemm_problem p;  // dw_g[m, kdim] (+)= Acat_g[m, cnt*P] · col_g[kdim, cnt*P]^T
         p.m = m;
         p.n = kdim;
-        p.k = P;
-        p.a = a + (s0 * a_channels + grp * m) * P;
-        p.lda = P;
+        p.k = ld;
+        p.a = cat_.data() + grp * m * ld;
+        p.lda = ld;
         p.b = col_.data() + grp * kdim * ld;
         p.ldb = ld;
         p.trans_b = true;
@@ -311,17 +348,7 @@ class layer_compute {
         p.accumulate = s0 > 0;
         add_gemm(p, nullptr, nullptr, groups);
       }
-      prepare_threads(tasks_.size(), 0);
-      run_blocks(tasks_.size(), [&](std::size_t blk, std::size_t t) {
-        const kernels::gemm_problem& first = tasks_[blk].p;
-        for (std::size_t i = 0; i < cnt; ++i) {
-          kernels::gemm_problem p = first;
-          p.a = first.a + i * a_channels * P;
-          p.b = first.b + i * P;
-          p.accumulate = first.accumulate || i > 0;
-          k_.gemm(p, gemm_ws_[t].data());
-        }
-      });
+      run_tasks();
     }
   }
 
