@@ -12,19 +12,11 @@
 #include <random>
 #include <vector>
 
+#include "ada_shapes.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ptq/algorithms/ada.hpp"
 
 namespace {
-
-std::vector<float> normal_floats(std::size_t n, unsigned seed, float sd) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = nd(rng);
-  return v;
-}
 
 unsigned iterations() {
   const char* smoke = std::getenv("PTQ_BENCH_SMOKE");
@@ -37,9 +29,9 @@ void run_ada(benchmark::State& state, const ptq::layer_geometry& g, std::size_t 
   ptq::ada_problem p;
   p.name = "bench";
   p.geometry = g;
-  const auto w = normal_floats(ptq::weight_size(g), 1, 0.05f);
-  const auto b = normal_floats(g.out_channels, 2, 0.1f);
-  const auto x = normal_floats(samples * ptq::input_size(g), 3, 1.0f);
+  const auto w = ptq_bench::normal_floats(ptq::weight_size(g), 1, 0.05f);
+  const auto b = ptq_bench::normal_floats(g.out_channels, 2, 0.1f);
+  const auto x = ptq_bench::normal_floats(samples * ptq::input_size(g), 3, 1.0f);
   p.weight = w.data();
   p.bias = b.data();
   p.input = x.data();
@@ -69,29 +61,10 @@ void run_ada(benchmark::State& state, const ptq::layer_geometry& g, std::size_t 
   state.SetLabel(std::string(k.arch_name) + ", " + std::to_string(s.num_iteration) + " iterations");
 }
 
-ptq::layer_geometry linear_512() {
-  ptq::layer_geometry g;
-  g.type = ptq::layer_type::linear;
-  g.in_channels = 512;
-  g.out_channels = 512;
-  return g;
-}
-
-ptq::layer_geometry conv_64_3x3_16() {
-  ptq::layer_geometry g;
-  g.type = ptq::layer_type::conv2d;
-  g.in_channels = 64;
-  g.out_channels = 64;
-  g.kernel_h = g.kernel_w = 3;
-  g.pad_h = g.pad_w = 1;
-  g.in_h = g.in_w = 16;
-  return g;
-}
-
 }  // namespace
 
 static void BM_ada_linear512_1024_samples(benchmark::State& state) {
-  run_ada(state, linear_512(), 1024);
+  run_ada(state, ptq_bench::linear_512(), 1024);
 }
 BENCHMARK(BM_ada_linear512_1024_samples)
     ->Arg(1)
@@ -101,7 +74,7 @@ BENCHMARK(BM_ada_linear512_1024_samples)
     ->Unit(benchmark::kSecond);
 
 static void BM_ada_conv64_3x3_16x16_256_samples(benchmark::State& state) {
-  run_ada(state, conv_64_3x3_16(), 256);
+  run_ada(state, ptq_bench::conv_64_3x3_16(), 256);
 }
 BENCHMARK(BM_ada_conv64_3x3_16x16_256_samples)
     ->Arg(1)

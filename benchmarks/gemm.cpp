@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "ada_shapes.hpp"
 #include "dispatch/dispatch.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/kernels/kernel_set.hpp"
@@ -26,15 +27,6 @@ double cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-std::vector<float> normal_floats(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = nd(rng);
-  return v;
 }
 
 /// Times f (best iteration, CPU time) and reports GFLOP/s, the peak and the fraction of it.
@@ -57,25 +49,6 @@ void run_vs_peak(benchmark::State& state, double flops, F&& f) {
 
 constexpr std::size_t batch = 32;
 
-ptq::layer_geometry linear_512() {
-  ptq::layer_geometry g;
-  g.type = ptq::layer_type::linear;
-  g.in_channels = 512;
-  g.out_channels = 512;
-  return g;
-}
-
-ptq::layer_geometry conv_64_3x3_16() {
-  ptq::layer_geometry g;
-  g.type = ptq::layer_type::conv2d;
-  g.in_channels = 64;
-  g.out_channels = 64;
-  g.kernel_h = g.kernel_w = 3;
-  g.pad_h = g.pad_w = 1;
-  g.in_h = g.in_w = 16;
-  return g;
-}
-
 /// 2·(multiply-adds) of one forward (= one weight gradient) on the minibatch.
 double layer_flops(const ptq::layer_geometry& g) {
   const double kk = static_cast<double>(g.kernel_h * g.kernel_w);
@@ -86,10 +59,10 @@ double layer_flops(const ptq::layer_geometry& g) {
 
 void layer_bench(benchmark::State& state, const ptq::layer_geometry& g, bool grad) {
   ptq::layer_compute lc(g, 1, ptq_bench::kernels());
-  const auto x = normal_floats(batch * lc.input_size(), 1);
-  const auto w = normal_floats(lc.weight_size(), 2);
-  const auto b = normal_floats(g.out_channels, 3);
-  const auto dy = normal_floats(batch * lc.output_size(), 4);
+  const auto x = ptq_bench::normal_floats(batch * lc.input_size(), 1);
+  const auto w = ptq_bench::normal_floats(lc.weight_size(), 2);
+  const auto b = ptq_bench::normal_floats(g.out_channels, 3);
+  const auto dy = ptq_bench::normal_floats(batch * lc.output_size(), 4);
   std::vector<float> y(batch * lc.output_size()), dw(lc.weight_size());
   run_vs_peak(state, layer_flops(g), [&] {
     const auto s = grad ? lc.weight_grad(x.data(), batch, dy.data(), dw.data())
@@ -103,8 +76,8 @@ void layer_bench(benchmark::State& state, const ptq::layer_geometry& g, bool gra
 void gemm_bench(benchmark::State& state, std::size_t m, std::size_t n, std::size_t k, bool ta,
                 bool tb, std::size_t calls) {
   const auto& ks = ptq_bench::kernels();
-  const auto a = normal_floats(m * k, 5);
-  const auto b = normal_floats(k * n * calls, 6);
+  const auto a = ptq_bench::normal_floats(m * k, 5);
+  const auto b = ptq_bench::normal_floats(k * n * calls, 6);
   std::vector<float> c(m * n * calls), ws(ptq::kernels::gemm_workspace_floats);
   run_vs_peak(state, 2.0 * static_cast<double>(m * n * k * calls), [&] {
     for (std::size_t i = 0; i < calls; ++i) {
@@ -137,22 +110,22 @@ static void BM_peak_madd_loop(benchmark::State& state) {
 BENCHMARK(BM_peak_madd_loop)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_linear512_forward_n32(benchmark::State& state) {
-  layer_bench(state, linear_512(), false);
+  layer_bench(state, ptq_bench::linear_512(), false);
 }
 BENCHMARK(BM_linear512_forward_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_linear512_weight_grad_n32(benchmark::State& state) {
-  layer_bench(state, linear_512(), true);
+  layer_bench(state, ptq_bench::linear_512(), true);
 }
 BENCHMARK(BM_linear512_weight_grad_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_conv64_3x3_16x16_forward_n32(benchmark::State& state) {
-  layer_bench(state, conv_64_3x3_16(), false);
+  layer_bench(state, ptq_bench::conv_64_3x3_16(), false);
 }
 BENCHMARK(BM_conv64_3x3_16x16_forward_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 static void BM_conv64_3x3_16x16_weight_grad_n32(benchmark::State& state) {
-  layer_bench(state, conv_64_3x3_16(), true);
+  layer_bench(state, ptq_bench::conv_64_3x3_16(), true);
 }
 BENCHMARK(BM_conv64_3x3_16x16_weight_grad_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
 
