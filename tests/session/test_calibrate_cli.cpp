@@ -1,9 +1,11 @@
 // `ptq calibrate`, run as a user would.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "../support/run_cli.hpp"
 #include "ptq/config/api.hpp"
@@ -163,5 +165,65 @@ TEST_CASE("ptq calibrate with AdaRound: --ada-data, --seed, progress and errors"
   CHECK(r.err.find("--ada-data goes with --model") != std::string::npos);
   for (const char* f : {"ada_small.cfg", "ada_w7.safetensors", "ada_w7b.safetensors"})
     CHECK(std::remove(f) == 0);
+}
+
+TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding",
+          "[calibrate][ada]") {
+  // deconv: ConvTranspose2d 3 -> 4, groups 1, 3x3, stride 2, padding 1, output_padding 1, on
+  // 5x5 inputs (10x10 outputs), then Sigmoid.
+  std::vector<float> w(3 * 4 * 9), b(4), x(8 * 3 * 5 * 5);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = 0.3f * std::sin(0.7f * static_cast<float>(i));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = std::cos(0.37f * static_cast<float>(i));
+  b = {0.1f, -0.1f, 0.2f, 0.0f};
+  std::string err;
+  REQUIRE(ptq::io::write_safetensors(
+      "deconv_w.safetensors", {{"deconv.weight", {3, 4, 3, 3}, w}, {"deconv.bias", {4}, b}}, err));
+  REQUIRE(ptq::io::write_safetensors("deconv_x.safetensors", {{"deconv", {8, 3, 5, 5}, x}}, err));
+  {
+    std::ofstream m("deconv.json");
+    m << R"({"layers":[{"name":"deconv","type":"ConvTranspose2d","weight":"deconv.weight",)"
+      << R"("bias":"deconv.bias","stride":[2,2],"padding":[1,1],"output_padding":[1,1],)"
+      << R"("activation":"Sigmoid"}]})";
+    std::ofstream c("deconv.cfg");
+    c << "batch_num: 1\ncommon_config { ada_quantize { num_iteration: 50 } }\n";
+  }
+  const std::string base =
+      "calibrate deconv.cfg --model deconv.json --weights "
+      "deconv_w.safetensors --batches deconv_x.safetensors --quiet";
+  auto r = run(base + " --ada-data deconv_x.safetensors --record deconv_record.txt --json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("\"algorithms\": \"ada/ifmr\"") != std::string::npos);
+  std::string text;
+  REQUIRE(ptq::read_text_file("deconv_record.txt", text));
+  const auto rec = ptq::try_parse_record(text);
+  REQUIRE(rec.ok());
+  CHECK(rec.value().find("deconv")->scale_w.size() == 4);  // per output channel
+  // output_padding 2 is not below the stride or the dilation: PyTorch rejects it, so does ptq.
+  {
+    std::ofstream m("deconv.json");
+    m << R"({"layers":[{"name":"deconv","type":"ConvTranspose2d","weight":"deconv.weight",)"
+      << R"("stride":[2,2],"padding":[1,1],"output_padding":[2,2]}]})";
+  }
+  r = run(base + " --ada-data deconv_x.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("output_padding") != std::string::npos);
+  // A NaN among the samples: named by layer and flat index.
+  x[17] = std::nanf("");
+  REQUIRE(ptq::io::write_safetensors("deconv_nan.safetensors", {{"deconv", {8, 3, 5, 5}, x}}, err));
+  {
+    std::ofstream m("deconv.json");
+    m << R"({"layers":[{"name":"deconv","type":"ConvTranspose2d","weight":"deconv.weight",)"
+      << R"("stride":[2,2],"padding":[1,1],"output_padding":[1,1]}]})";
+  }
+  r = run(base + " --ada-data deconv_nan.safetensors");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("deconv input: NaN at flat index 17") != std::string::npos);
+  for (const char* f : {"deconv_w.safetensors", "deconv_x.safetensors", "deconv_nan.safetensors",
+                        "deconv.json", "deconv.cfg", "deconv_record.txt"}) {
+    CHECK(std::remove(f) == 0);
+  }
 }
 #endif
