@@ -1,9 +1,11 @@
-// ptq algorithms: ARQ (and the ADA slot), IFMR and HFMG observers, the DMQ balancer, the
-// ConvTranspose channel geometry, and the runtime dispatcher. Depends on core, kernels, xtensor.
+// ptq algorithms: ARQ, ADA (AdaRound and its layer arithmetic), IFMR and HFMG observers, the DMQ
+// balancer, the ConvTranspose channel geometry, and the runtime dispatcher. Depends on core,
+// kernels, xtensor.
 #pragma once
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/activation_fn.hpp"
+#include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/ada_kl.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
@@ -11,6 +13,7 @@
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/hfmg.hpp"
 #include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core.hpp"
 #include "ptq/kernels.hpp"
