@@ -100,20 +100,6 @@ struct ada_state {
   std::vector<float> sig;  // sigmoid(α) of the current iteration (reused by the backward step)
 };
 
-// The scale of each weight element from the per-channel (or per-tensor) scales.
-inline std::vector<float> element_scales(const std::vector<float>& scales,
-                                         const channel_geometry& g, std::size_t size) {
-  std::vector<float> out(size, scales.front());
-  if (scales.size() == 1)
-    return out;
-  for (std::size_t o = 0; o < g.channels; ++o) {
-    for (std::size_t r = 0; r < g.segments_per_channel; ++r) {
-      std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(g.offset(o, r)), g.segment, scales[o]);
-    }
-  }
-  return out;
-}
-
 // Blocks of the element-wise passes: fixed-size, so the regulariser's sum (per block, then in
 // block order) does not depend on the thread count.
 inline constexpr std::size_t ada_block = 16384;
@@ -150,15 +136,6 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
   return static_cast<double>(p.reg_param) * total;
 }
 
-// Checks that a buffer of n floats is finite; names the first bad value.
-inline numeric_status check_finite(const std::string& name, const float* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i]))
-      return non_finite_error(name, x, i);
-  }
-  return numeric_ok{};
-}
-
 }  // namespace detail
 
 /// The reconstruction loss of the toolkit, Σ‖act(layer(x)) − target‖² over channels, averaged
@@ -172,14 +149,13 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
   const std::size_t in = input_size(p.geometry);
   const std::size_t out = output_size(p.geometry);
   const std::size_t spatial = out / p.geometry.out_channels;
-  std::vector<float> z(chunk * out);
   std::vector<float> y(chunk * out);
   double sum = 0.0;
   for (std::size_t s0 = 0; s0 < p.samples; s0 += chunk) {
     const std::size_t nb = std::min(chunk, p.samples - s0);
-    if (auto st = lc.forward(p.input + s0 * in, nb, w, p.bias, z.data()); !st)
+    if (auto st = lc.forward(p.input + s0 * in, nb, w, p.bias, y.data()); !st)
       return st.error();
-    if (auto st = activation_forward(p.activation, z.data(), y.data(), nb, p.geometry.out_channels,
+    if (auto st = activation_forward(p.activation, y.data(), y.data(), nb, p.geometry.out_channels,
                                      spatial);
         !st) {
       return st.error();
@@ -200,11 +176,10 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
   layer_compute lc(p.geometry, threads, k);
   const std::size_t out = output_size(p.geometry);
   const std::size_t spatial = out / p.geometry.out_channels;
-  std::vector<float> z(p.samples * out);
   std::vector<float> y(p.samples * out);
-  if (auto st = lc.forward(p.input, p.samples, p.weight, p.bias, z.data()); !st)
+  if (auto st = lc.forward(p.input, p.samples, p.weight, p.bias, y.data()); !st)
     return st.error();
-  if (auto st = activation_forward(p.activation, z.data(), y.data(), p.samples,
+  if (auto st = activation_forward(p.activation, y.data(), y.data(), p.samples,
                                    p.geometry.out_channels, spatial);
       !st) {
     return st.error();
@@ -247,13 +222,18 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
   auto scales = ada_kl_calibrate(wref, geo.type, groups, s.channel_wise, k);
   if (!scales)
     return scales.error();
-  auto cg = output_channels(wshape, geo.type, groups, wref.name);
-  if (!cg)
-    return cg.error();
   const std::size_t nw = wref.size();
 
   detail::ada_state st;
-  st.scale = detail::element_scales(scales.value().scale, cg.value(), nw);
+  st.scale.resize(nw);  // the scale of each weight's output channel
+  if (auto e = detail::for_each_channel_run(
+          wshape, geo.type, groups, scales.value(), wref.name,
+          [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
+            std::fill_n(st.scale.begin() + static_cast<std::ptrdiff_t>(off), len, qz.scale);
+          });
+      !e) {
+    return e.error();
+  }
   st.base.resize(nw);
   st.alpha.resize(nw);
   st.m.assign(nw, 0.0f);
@@ -270,7 +250,7 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
     const std::size_t in = input_size(geo);
     const std::size_t out = output_size(geo);
     const std::size_t spatial = out / geo.out_channels;
-    if (auto c = detail::check_finite(p.name + " input", p.input, p.samples * in); !c)
+    if (auto c = checked_minmax(p.name + " input", p.input, p.samples * in, k.minmax); !c)
       return c.error();
     std::vector<float> own_target;
     const float* target = p.target;
@@ -281,7 +261,7 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
       own_target = std::move(t).value();
       target = own_target.data();
     }
-    if (auto c = detail::check_finite(p.name + " target", target, p.samples * out); !c)
+    if (auto c = checked_minmax(p.name + " target", target, p.samples * out, k.minmax); !c)
       return c.error();
 
     const std::size_t batch = std::min(s.batch_size, p.samples);
@@ -292,7 +272,6 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
     std::vector<float> tb(batch * out);
     std::vector<float> z(batch * out);
     std::vector<float> y(batch * out);
-    std::vector<float> dz(batch * out);
     std::vector<float> w(nw);
     std::vector<float> gw(nw);
     std::vector<std::size_t> perm(p.samples);
@@ -324,9 +303,9 @@ inline numeric_status check_finite(const std::string& name, const float* x, std:
         y[i] = scale * d;  // ∂recon/∂y
       }
       recon /= norm;
-      (void)activation_backward(p.activation, z.data(), y.data(), dz.data(), batch,
-                                geo.out_channels, spatial);
-      (void)lc.weight_grad(xb.data(), batch, dz.data(), gw.data());
+      (void)activation_backward(p.activation, z.data(), y.data(), y.data(), batch, geo.out_channels,
+                                spatial);
+      (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
       const float beta = static_cast<double>(t) >= warm
                              ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)
                              : 0.0f;

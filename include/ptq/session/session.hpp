@@ -240,12 +240,12 @@ class calibration_session {
     session_layer* l = nullptr;
     if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
       return st;
-    const auto todo = ada_layers();
-    if (!is_ada(*l) || todo.empty())
+    const auto pending_ada = ada_layers();
+    if (!is_ada(*l) || pending_ada.empty())
       return fail(std::string(name) + ": not an AdaRound layer still to quantize");
-    if (todo.front() != name) {
+    if (pending_ada.front() != name) {
       return fail("quantize_ada('" + std::string(name) +
-                  "'): AdaRound layers go in model order; '" + todo.front() + "' is next");
+                  "'): AdaRound layers go in model order; '" + pending_ada.front() + "' is next");
     }
     if (auto st = check_input(*l, input); !st)
       return st;
@@ -281,7 +281,7 @@ class calibration_session {
     const std::size_t done =
         count_if([](const session_layer& x) { return x.weight_params.has_value(); });
     report(session_phase::weights, l->desc.name, done, total);
-    if (todo.size() == 1)
+    if (pending_ada.size() == 1)
       start_activations();
     return numeric_ok{};
   }
