@@ -197,6 +197,78 @@ TEST_CASE("fused candidate MSE equals the reference at half-integer quotients", 
   }
 }
 
+TEST_CASE("fused candidate MSE equals the reference when only some chunks need the clip",
+          "[kernels]") {
+  // The SIMD pass clips only the 256-element chunks that reach beyond a candidate's clip range,
+  // and records the ranges of the first 64 chunks (later ones go by the range of the rest).
+  // Outliers in a few chunks, on either side and past chunk 64, must not change a bit.
+  const kernel_set ref = ptq::kernels::reference_kernel_set();
+  std::mt19937 rng(77);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<ptq::kernels::mse_candidate> cand;
+  for (int c : {8, 0, 7, 1, 6, 2, 5, 3, 4}) {  // pairs where either one needs the clip
+    const float hi = 2.0f + 0.25f * static_cast<float>(c);
+    cand.push_back({-3.0f, hi, (hi + 3.0f) / 255.0f});
+  }
+  cand.push_back({-2.5f, 4.0f, 6.5f / 65535.0f});  // 16 bits: the exact quotient everywhere
+  for (const std::size_t n : {std::size_t{4096}, std::size_t{70 * 256 + 37}}) {
+    std::vector<float> x(n + 3);
+    for (auto& v : x)
+      v = std::max(-2.0f, std::min(2.0f, nd(rng)));
+    for (const std::size_t chunk : {3, 4, 10, 15, 66, 68})
+      if (chunk * 256 + 300 < n)
+        x[chunk * 256 + 7 + chunk % 5] = chunk % 2 == 0 ? 3.7f : -3.6f;
+    x[n - 5] = 4.2f;  // in the partial last chunk of the longer case
+    for (const auto& k : ptq_test::available_kernel_sets()) {
+      INFO("arch " << k.arch_name << ", n " << n);
+      for (std::size_t off : {std::size_t{0}, std::size_t{3}}) {
+        std::vector<double> a(cand.size()), b(cand.size());
+        ref.candidate_mse(x.data() + off, n, cand.data(), cand.size(), a.data());
+        k.candidate_mse(x.data() + off, n, cand.data(), cand.size(), b.data());
+        for (std::size_t c = 0; c < cand.size(); ++c)
+          REQUIRE(same_bits(a[c], b[c]));
+      }
+    }
+  }
+}
+
+TEST_CASE("the MSE check threshold rejects every element the cheap quotient rounds wrong",
+          "[kernels]") {
+  // mse_check_threshold's proof, checked directly: where nearbyint(x·RN(1/s)) differs from the
+  // reference's nearbyint(x / s), the cheap float32 term must reach the threshold, so the chunk
+  // is redone. Elements a few ulp from half-integer quotients, over scales and ranges up to the
+  // largest |q| the checked mode accepts.
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-40, 40);
+  long wrong = 0, checked = 0;
+  for (int it = 0; it < 4000; ++it) {
+    const float s = std::ldexp(mantissa(rng), exponent(rng));
+    const float qmax = static_cast<float>(1 + rng() % 2040);
+    const float absmax = qmax * s;
+    const float bound = ptq::kernels::detail::mse_check_threshold(s, absmax);
+    REQUIRE(bound > 0.0f);
+    const float r = 1.0f / s;
+    for (int e = 0; e < 64; ++e) {
+      const float k = std::floor(std::uniform_real_distribution<float>(-qmax, qmax - 1.0f)(rng));
+      float x = (k + 0.5f) * s;
+      for (int j = static_cast<int>(rng() % 65) - 32; j != 0; j += j > 0 ? -1 : 1)
+        x = std::nextafter(x, j > 0 ? HUGE_VALF : -HUGE_VALF);
+      if (!(std::fabs(x) <= absmax))
+        continue;
+      ++checked;
+      const float cheap = std::nearbyint(x * r);
+      if (cheap == std::nearbyint(x / s))
+        continue;
+      ++wrong;
+      const float d = cheap * s - x;
+      REQUIRE(d * d >= bound);
+    }
+  }
+  INFO(wrong << " of " << checked << " elements rounded wrong by the cheap quotient");
+  CHECK(wrong > 100);  // the test reaches the case it is about
+}
+
 TEST_CASE("fake-quant and quantize equal the reference", "[kernels]") {
   const kernel_set ref = ptq::kernels::reference_kernel_set();
   std::mt19937 rng(5);

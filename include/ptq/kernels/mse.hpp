@@ -88,19 +88,21 @@ inline constexpr bool has_fma =
 enum class mse_mode { clip, no_clip, checked };
 
 /// For the `checked` mode: a term below this bound proves that nearbyint(x·RN(1/s)) equals
-/// nearbyint(x / s) for its element, so the cheap quotient gave the exact term. Proof: with
-/// q = x/s, |x·RN(1/s) - q| and |RN(q) - q| are below 2^-22.99·|q|, so the two roundings can
-/// differ only when q lies that close to a half-integer; the integer n taken is then at least
-/// 0.5 - 2^-22.99·Q from q (Q >= |q|), and the float32 term (RN(n·s) - x)² is at least
-/// s²·(0.5 - 2^-21·(Q+1))²·(1 - 2^-24)³, which the bound stays below. 0 when the mode does not
-/// pay (a large Q makes most chunks fail the check) or the bound is not safe to use.
+/// nearbyint(RN(x / s)) for its element, so the cheap quotient gave the exact term. Proof: let
+/// q = x/s, Q >= |q|, n the integer the cheap quotient rounds to and n' the reference's. If
+/// n < n', then x·RN(1/s) <= n + 1/2 <= n' - 1/2 <= RN(q), and RN(q) <= q + 2^-24·Q, so
+/// q - n >= 1/2 - 2^-24·Q (n > n' likewise). Only the reference's rounding of q enters. Then
+/// |RN(n·s) - x| >= s·(1/2 - 2^-24·Q) - 2^-24·|n|·s >= s·(1/2 - 2^-23·(Q + 1)), and the float32
+/// term (RN(n·s) - x)², with its two roundings, is at least s²·(1/2 - 2^-23·(Q + 1))²·(1 - 2^-24)³.
+/// The bound below takes twice that δ and stays under the product. 0 when the mode does not pay
+/// (for a large Q most chunks would fail the check and be redone) or is not safe to use.
 [[nodiscard]] inline float mse_check_threshold(float scale, float absmax) noexcept {
   const double s = static_cast<double>(scale);
   if (!(s >= 0x1p-60 && s <= 0x1p60))
     return 0.0f;
   const double q = static_cast<double>(absmax) / s * (1.0 + 0x1p-20) + 1.0;
-  const double delta = 0x1p-20 * (q + 1.0);
-  if (!(delta < 1.0 / 64.0))
+  const double delta = 0x1p-22 * (q + 1.0);
+  if (!(delta < 0x1p-11))
     return 0.0f;
   const double t = s * s * (0.5 - delta) * (0.5 - delta) * (1.0 - 0x1p-20);
   if (!(t < static_cast<double>(FLT_MAX)))
@@ -152,7 +154,7 @@ template <class Arch>
 /// partials into lanes[j·16 + l] for candidate j. Two candidates per load halve the loads and the
 /// loop overhead per term; one lane group at a time keeps the double accumulators in registers.
 template <class Arch, mse_mode Mode, std::size_t NC>
-void mse_chunks(const float* x, std::size_t full, const mse_consts<Arch>& k0,
+void mse_chunks(const float* x, std::size_t begin, std::size_t end, const mse_consts<Arch>& k0,
                 const mse_consts<Arch>& k1, double* lanes) noexcept {
   static_assert(NC == 1 || NC == 2, "one or two candidates per pass");
   using B = fbatch<Arch>;
@@ -166,7 +168,7 @@ void mse_chunks(const float* x, std::size_t full, const mse_consts<Arch>& k0,
   for (std::size_t g = 0; g < G; ++g) {
     D a0 = D::load_aligned(l0 + 2 * g * DW), b0 = D::load_aligned(l0 + (2 * g + 1) * DW);
     D a1 = D::load_aligned(l1 + 2 * g * DW), b1 = D::load_aligned(l1 + (2 * g + 1) * DW);
-    for (std::size_t cs = 0; cs < full; cs += mse_chunk) {
+    for (std::size_t cs = begin; cs < end; cs += mse_chunk) {
       const float* p = x + cs + g * W;
       B p0(0.0f), p1(0.0f);
       if constexpr (Mode == mse_mode::checked) {
@@ -181,7 +183,7 @@ void mse_chunks(const float* x, std::size_t full, const mse_consts<Arch>& k0,
           if constexpr (NC == 2)
             p1 += mse_terms_checked<Arch>(v, k1, top1);
         }
-        // Rare (about one chunk in 40 for 8 bits): a term too close to s²/4 to prove the cheap
+        // Rare (about one chunk pass in 80 for 8 bits): a term too close to s²/4 to prove the cheap
         // quotient right; the chunk is redone with the exact one.
         if (xsimd::any((top0 >= k0.bound) | (top1 >= k1.bound))) {
           v = B::load_unaligned(p);
@@ -248,6 +250,10 @@ void mse_tail(const float* x, std::size_t full, std::size_t n, const mse_candida
 
 }  // namespace detail
 
+/// Chunks whose own range the kernel records (64 chunks = 16384 elements, four of ifmr.hpp's
+/// blocks); later chunks of a longer call go by the range of the whole call.
+inline constexpr std::size_t mse_ranged_chunks = 64;
+
 /// SIMD form of candidate_mse_ref, bit-identical to it.
 template <class Arch>
 void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand, std::size_t k,
@@ -256,45 +262,69 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
   if constexpr (!detail::can_widen<Arch> || (virtual_lanes % B::size) != 0) {
     candidate_mse_ref(x, n, cand, k, out);
   } else {
-    // The block's range, once: candidates whose clip range contains it skip the clip (for a
-    // pair, the clip runs when either needs it; it is the identity for the other).
-    const minmax_result range = minmax_simd<Arch>(x, n);
-    const auto covers = [&](const mse_candidate& c) {
-      return c.lo <= range.min && range.max <= c.hi;
-    };
+    // Each chunk's range, once: a chunk inside both candidates' clip ranges skips the clip (for
+    // a pair, the clip runs when either needs it; it is the identity for the other). Few
+    // elements lie beyond a low clip max, so most chunks skip the clip even for candidates whose
+    // clip range does not contain the whole block.
     const std::size_t full = n - n % mse_chunk;
+    const std::size_t ranged = std::min(full / mse_chunk, mse_ranged_chunks);
+    minmax_result chunk_range[mse_ranged_chunks];
+    for (std::size_t c = 0; c < ranged; ++c)
+      chunk_range[c] = minmax_simd<Arch>(x + c * mse_chunk, mse_chunk);
+    const minmax_result rest = minmax_simd<Arch>(x + ranged * mse_chunk, n - ranged * mse_chunk);
+    minmax_result range = rest;
+    for (std::size_t c = 0; c < ranged; ++c) {
+      range.min = std::min(range.min, chunk_range[c].min);
+      range.max = std::max(range.max, chunk_range[c].max);
+    }
+    const auto range_of = [&](std::size_t chunk) {
+      return chunk < ranged ? chunk_range[chunk] : rest;
+    };
     const float absmax = std::max(std::fabs(range.min), std::fabs(range.max));
     for (std::size_t c = 0; c < k; c += 2) {
       const std::size_t nc = k - c < 2 ? 1 : 2;
       alignas(Arch::alignment()) double lanes[2 * virtual_lanes] = {};
       const mse_candidate& c0 = cand[c];
       const mse_candidate& c1 = cand[c + nc - 1];
-      const bool clip = !covers(c0) || !covers(c1);
-      const float bound0 = clip ? 0.0f : detail::mse_check_threshold(c0.scale, absmax);
-      const float bound1 = clip ? 0.0f : detail::mse_check_threshold(c1.scale, absmax);
+      const auto covered = [&](const minmax_result& r) {
+        return c0.lo <= r.min && r.max <= c0.hi && c1.lo <= r.min && r.max <= c1.hi;
+      };
+      const float bound0 = detail::mse_check_threshold(c0.scale, absmax);
+      const float bound1 = detail::mse_check_threshold(c1.scale, absmax);
       const detail::mse_consts<Arch> k0(c0, bound0), k1(c1, bound1);
-      const auto run = [&](auto mode) {
+      const bool checked = bound0 > 0.0f && bound1 > 0.0f;
+      const auto run = [&](auto mode, std::size_t begin, std::size_t end) {
         if (nc == 2) {
-          detail::mse_chunks<Arch, decltype(mode)::value, 2>(x, full, k0, k1, lanes);
+          detail::mse_chunks<Arch, decltype(mode)::value, 2>(x, begin, end, k0, k1, lanes);
         } else {
-          detail::mse_chunks<Arch, decltype(mode)::value, 1>(x, full, k0, k1, lanes);
+          detail::mse_chunks<Arch, decltype(mode)::value, 1>(x, begin, end, k0, k1, lanes);
         }
       };
       using detail::mse_mode;
-      if (clip) {
-        run(std::integral_constant<mse_mode, mse_mode::clip>{});
-      } else if (bound0 > 0.0f && bound1 > 0.0f) {
-        run(std::integral_constant<mse_mode, mse_mode::checked>{});
-      } else {
-        run(std::integral_constant<mse_mode, mse_mode::no_clip>{});
+      // Runs of chunks that need the clip and runs that do not (one run when the whole block
+      // is covered); each lane still adds its chunks in order.
+      for (std::size_t begin = 0; begin < full;) {
+        const bool clip = !covered(range_of(begin / mse_chunk));
+        std::size_t end = begin + mse_chunk;
+        while (end < full && !covered(range_of(end / mse_chunk)) == clip)
+          end += mse_chunk;
+        if (clip) {
+          run(std::integral_constant<mse_mode, mse_mode::clip>{}, begin, end);
+        } else if (checked) {
+          run(std::integral_constant<mse_mode, mse_mode::checked>{}, begin, end);
+        } else {
+          run(std::integral_constant<mse_mode, mse_mode::no_clip>{}, begin, end);
+        }
+        begin = end;
       }
       for (std::size_t j = 0; j < nc; ++j) {
         double* l = lanes + j * virtual_lanes;
         if (full < n) {
-          if (covers(cand[c + j])) {
-            detail::mse_tail<Arch, false>(x, full, n, cand[c + j], l);
+          const mse_candidate& cj = cand[c + j];
+          if (cj.lo <= range.min && range.max <= cj.hi) {
+            detail::mse_tail<Arch, false>(x, full, n, cj, l);
           } else {
-            detail::mse_tail<Arch, true>(x, full, n, cand[c + j], l);
+            detail::mse_tail<Arch, true>(x, full, n, cj, l);
           }
         }
         double sum = 0.0;
