@@ -72,14 +72,10 @@ inline void gemm_ref_fused(const gemm_problem& p, float* /*workspace*/) {
   gemm_ref(p, true);
 }
 
-/// Whether the SIMD kernel of Arch uses a fused multiply-add (and so equals gemm_ref(p, true)).
-/// xsimd 8.1 fuses xsimd::fma on the fma3 arches; on avx512f its fma is mul+add, so the kernel
-/// calls the intrinsic itself. Every other arch (sse2, avx, fma4, neon) takes mul then add.
+/// Whether the SIMD kernel of Arch uses a fused multiply-add (and so equals gemm_ref(p, true)):
+/// the fma3 arches and avx512f. Every other arch (sse2, avx, fma4, neon) takes mul then add.
 template <class Arch>
-inline constexpr bool gemm_uses_fma = std::is_base_of<xsimd::fma3<xsimd::sse4_2>, Arch>::value ||
-                                      std::is_base_of<xsimd::fma3<xsimd::avx>, Arch>::value ||
-                                      std::is_base_of<xsimd::fma3<xsimd::avx2>, Arch>::value ||
-                                      std::is_base_of<xsimd::avx512f, Arch>::value;
+inline constexpr bool gemm_uses_fma = detail::has_fused_madd<Arch>;
 
 namespace detail {
 
@@ -92,13 +88,8 @@ inline constexpr std::size_t gemm_nr = 3 * fbatch<Arch>::size;
 template <class Arch>
 [[nodiscard]] inline fbatch<Arch> gemm_madd(const fbatch<Arch>& x, const fbatch<Arch>& y,
                                             const fbatch<Arch>& acc) noexcept {
-#if XSIMD_WITH_AVX512F
-  if constexpr (is_avx512<Arch>) {
-    return fbatch<Arch>(_mm512_fmadd_ps(x, y, acc));
-  } else
-#endif
-      if constexpr (gemm_uses_fma<Arch>) {
-    return xsimd::fma(x, y, acc);
+  if constexpr (gemm_uses_fma<Arch>) {
+    return fused_madd<Arch>(x, y, acc);
   } else {
     const fbatch<Arch> prod = x * y;
     return acc + prod;

@@ -111,14 +111,14 @@ inline void hfmg_bin_terms(std::int32_t b, float rho, const hfmg_loss_params& p,
 
 namespace detail {
 template <class Arch>
-inline constexpr bool hfmg_simd_ok = is_avx512<Arch> || is_avx<Arch>;
+inline constexpr bool hfmg_simd_ok = has_fused_madd<Arch> && (is_avx512<Arch> || is_avx<Arch>);
 
 /// floor of the exact quotient a / d (d > 0), as floor_div_exact.
 template <class Arch>
 [[nodiscard]] fbatch<Arch> floor_div(const fbatch<Arch>& a, const fbatch<Arch>& d) noexcept {
   const fbatch<Arch> k = xsimd::floor(a / d);
   // k·d > a exactly  <=>  fma(-k, d, a) < 0 (the fma is exact before its rounding)
-  return xsimd::select(xsimd::fnma(k, d, a) < fbatch<Arch>(0.0f), k - fbatch<Arch>(1.0f), k);
+  return xsimd::select(fused_nmadd<Arch>(k, d, a) < fbatch<Arch>(0.0f), k - fbatch<Arch>(1.0f), k);
 }
 
 /// Lane group g (lanes g·W .. g·W+W-1) of the whole steps of 16 bins, added into lanes[].
@@ -162,7 +162,7 @@ template <class Arch, bool Narrow>
     B fe;
     if constexpr (Narrow) {
       const B f1 = fi + one;
-      fe = xsimd::select(xsimd::fnma(f1, d, e) >= zero, f1, fi);  // (fi+1)·d <= e exactly
+      fe = xsimd::select(fused_nmadd<Arch>(f1, d, e) >= zero, f1, fi);  // (fi+1)·d <= e exactly
       rmax = xsimd::max(rmax, r);
     } else {
       fe = floor_div<Arch>(e, d);

@@ -77,11 +77,6 @@ inline void candidate_mse_ref(const float* x, std::size_t n, const mse_candidate
 
 namespace detail {
 
-template <class Arch>
-inline constexpr bool has_fma =
-    is_avx512<Arch> || std::is_base_of<xsimd::fma3<xsimd::avx2>, Arch>::value ||
-    std::is_base_of<xsimd::fma3<xsimd::avx>, Arch>::value;
-
 /// How a pass computes its terms: with the clip; without it (the block lies inside the clip
 /// range); or without it and with the quotient t·RN(1/s) checked after the fact (see
 /// mse_check_threshold).
@@ -129,9 +124,9 @@ template <class Arch, bool Clip>
   if constexpr (Clip)
     t = xsimd::min(xsimd::max(v, k.lo), k.hi);
   fbatch<Arch> q;
-  if constexpr (has_fma<Arch>) {
+  if constexpr (has_fused_madd<Arch>) {
     const fbatch<Arch> q0 = t * k.r;
-    q = xsimd::fma(xsimd::fnma(q0, k.s, t), k.r, q0);  // == t / s, correctly rounded
+    q = fused_madd<Arch>(fused_nmadd<Arch>(q0, k.s, t), k.r, q0);  // == t / s, correctly rounded
   } else {
     q = t / k.s;
   }

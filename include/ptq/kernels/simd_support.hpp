@@ -54,6 +54,46 @@ inline constexpr bool is_sse2 =
 template <class Arch>
 inline constexpr bool can_widen = is_avx512<Arch> || is_avx<Arch> || is_sse2<Arch>;
 
+/// Whether fused_madd / fused_nmadd exist for Arch: one rounding for x·y + z. xsimd 8.1 fuses
+/// xsimd::fma only on the fma3 arches; on avx512f its fma and fnma are a multiply then an add
+/// (found by running the AVX-512 tests under emulation, tools/avx512-emulate.sh), so avx512f
+/// takes the intrinsics.
+template <class Arch>
+inline constexpr bool has_fused_madd =
+    is_avx512<Arch> || std::is_base_of<xsimd::fma3<xsimd::sse4_2>, Arch>::value ||
+    std::is_base_of<xsimd::fma3<xsimd::avx>, Arch>::value ||
+    std::is_base_of<xsimd::fma3<xsimd::avx2>, Arch>::value;
+
+/// x·y + z, rounded once.
+template <class Arch>
+[[nodiscard]] fbatch<Arch> fused_madd(const fbatch<Arch>& x, const fbatch<Arch>& y,
+                                      const fbatch<Arch>& z) noexcept {
+#if XSIMD_WITH_AVX512F
+  if constexpr (is_avx512<Arch>) {
+    return fbatch<Arch>(_mm512_fmadd_ps(x, y, z));
+  } else
+#endif
+  {
+    static_assert(has_fused_madd<Arch>, "fused_madd: no fused multiply-add on this arch");
+    return xsimd::fma(x, y, z);
+  }
+}
+
+/// z - x·y, rounded once.
+template <class Arch>
+[[nodiscard]] fbatch<Arch> fused_nmadd(const fbatch<Arch>& x, const fbatch<Arch>& y,
+                                       const fbatch<Arch>& z) noexcept {
+#if XSIMD_WITH_AVX512F
+  if constexpr (is_avx512<Arch>) {
+    return fbatch<Arch>(_mm512_fnmadd_ps(x, y, z));
+  } else
+#endif
+  {
+    static_assert(has_fused_madd<Arch>, "fused_nmadd: no fused multiply-add on this arch");
+    return xsimd::fnma(x, y, z);
+  }
+}
+
 /// Lower / upper half of a float batch converted exactly to double.
 template <class Arch>
 [[nodiscard]] dbatch<Arch> widen_lo(const fbatch<Arch>& v) noexcept {
