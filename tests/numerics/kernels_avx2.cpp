@@ -5,4 +5,7 @@ namespace ptq_test {
 ptq::kernels::kernel_set avx2_kernel_set() {
   return ptq::kernels::make_kernel_set<xsimd::fma3<xsimd::avx2>>();
 }
+fused_madd_probe avx2_fused_madd_probe() {
+  return probe_fused_madd<xsimd::fma3<xsimd::avx2>>();
+}
 }  // namespace ptq_test

@@ -10,4 +10,7 @@ namespace ptq_test {
 ptq::kernels::kernel_set avx512_kernel_set() {
   return ptq::kernels::make_kernel_set<xsimd::avx512f>();
 }
+fused_madd_probe avx512_fused_madd_probe() {
+  return probe_fused_madd<xsimd::avx512f>();
+}
 }  // namespace ptq_test

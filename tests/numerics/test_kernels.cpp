@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernel_sets.hpp"
@@ -136,6 +137,22 @@ TEST_CASE("histogram equals the reference", "[kernels]") {
     std::vector<std::int64_t> h(2048, 0);
     k.histogram(c.data(), c.size(), 3.25f, 3.25f, 2048, h.data());
     CHECK(h[1024] == 100);
+  }
+}
+
+TEST_CASE("fused_madd rounds once on every arch that has it", "[kernels]") {
+  // The IFMR quotient, the HFMG bin arithmetic and the GEMM rely on it; xsimd 8.1's own fma is a
+  // multiply then an add on avx512f, which made those kernels wrong there.
+  const auto cpu = xsimd::available_architectures();
+  std::vector<std::pair<const char*, ptq_test::fused_madd_probe>> probes;
+  if (cpu.fma3_avx2)
+    probes.emplace_back("fma3+avx2", ptq_test::avx2_fused_madd_probe());
+  if (cpu.avx512f)
+    probes.emplace_back("avx512f", ptq_test::avx512_fused_madd_probe());
+  for (const auto& [arch, p] : probes) {
+    INFO("arch " << arch);
+    CHECK(p.madd == 0x1p-24f);
+    CHECK(p.nmadd == -0x1p-24f);
   }
 }
 
