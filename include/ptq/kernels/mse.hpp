@@ -77,7 +77,7 @@ inline void candidate_mse_ref(const float* x, std::size_t n, const mse_candidate
 
 namespace detail {
 
-/// How a pass computes its terms: with the clip; without it (the block lies inside the clip
+/// How a pass computes its terms: with the clip; without it (the chunks lie inside the clip
 /// range); or without it and with the quotient t·RN(1/s) checked after the fact (see
 /// mse_check_threshold).
 enum class mse_mode { clip, no_clip, checked };
@@ -85,7 +85,7 @@ enum class mse_mode { clip, no_clip, checked };
 /// For the `checked` mode: a term below this bound proves that nearbyint(x·RN(1/s)) equals
 /// nearbyint(RN(x / s)) for its element, so the cheap quotient gave the exact term. Proof: let
 /// q = x/s, Q >= |q|, n the integer the cheap quotient rounds to and n' the reference's. If
-/// n < n', then x·RN(1/s) <= n + 1/2 <= n' - 1/2 <= RN(q), and RN(q) <= q + 2^-24·Q, so
+/// n < n', then RN(x·RN(1/s)) <= n + 1/2 <= n' - 1/2 <= RN(q), and RN(q) <= q + 2^-24·Q, so
 /// q - n >= 1/2 - 2^-24·Q (n > n' likewise). Only the reference's rounding of q enters. Then
 /// |RN(n·s) - x| >= s·(1/2 - 2^-24·Q) - 2^-24·|n|·s >= s·(1/2 - 2^-23·(Q + 1)), and the float32
 /// term (RN(n·s) - x)², with its two roundings, is at least s²·(1/2 - 2^-23·(Q + 1))²·(1 - 2^-24)³.
