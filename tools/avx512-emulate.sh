@@ -75,6 +75,14 @@ fi
 kernel=$(ls -1 /boot/vmlinuz-* | sort -V | tail -n 1)
 
 # The Bochs CPU model must be one with AVX-512 and Bochs must have been built with EVEX.
+case $model in
+  corei7_skylake_x | corei3_cnl | corei7_icelake_u | tigerlake) ;;
+  *)
+    echo "CPU model '$model' has no AVX-512; use corei7_skylake_x, corei3_cnl," \
+         "corei7_icelake_u or tigerlake" >&2
+    exit 2
+    ;;
+esac
 models=$(bochs-bin -help cpu 2>&1 || true)
 if ! grep -qx "$model[[:space:]]*" <<<"$models"; then
   echo "Bochs has no CPU model '$model' (see: bochs-bin -help cpu)" >&2
