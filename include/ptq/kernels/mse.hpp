@@ -275,15 +275,16 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
     const auto range_of = [&](std::size_t chunk) {
       return chunk < ranged ? chunk_range[chunk] : rest;
     };
+    const auto covers = [](const mse_candidate& c, const minmax_result& r) {
+      return c.lo <= r.min && r.max <= c.hi;
+    };
     const float absmax = std::max(std::fabs(range.min), std::fabs(range.max));
     for (std::size_t c = 0; c < k; c += 2) {
       const std::size_t nc = k - c < 2 ? 1 : 2;
       alignas(Arch::alignment()) double lanes[2 * virtual_lanes] = {};
       const mse_candidate& c0 = cand[c];
       const mse_candidate& c1 = cand[c + nc - 1];
-      const auto covered = [&](const minmax_result& r) {
-        return c0.lo <= r.min && r.max <= c0.hi && c1.lo <= r.min && r.max <= c1.hi;
-      };
+      const auto covered = [&](const minmax_result& r) { return covers(c0, r) && covers(c1, r); };
       const float bound0 = detail::mse_check_threshold(c0.scale, absmax);
       const float bound1 = detail::mse_check_threshold(c1.scale, absmax);
       const detail::mse_consts<Arch> k0(c0, bound0), k1(c1, bound1);
@@ -315,11 +316,10 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
       for (std::size_t j = 0; j < nc; ++j) {
         double* l = lanes + j * virtual_lanes;
         if (full < n) {
-          const mse_candidate& cj = cand[c + j];
-          if (cj.lo <= range.min && range.max <= cj.hi) {
-            detail::mse_tail<Arch, false>(x, full, n, cj, l);
+          if (covers(cand[c + j], range)) {
+            detail::mse_tail<Arch, false>(x, full, n, cand[c + j], l);
           } else {
-            detail::mse_tail<Arch, true>(x, full, n, cj, l);
+            detail::mse_tail<Arch, true>(x, full, n, cand[c + j], l);
           }
         }
         double sum = 0.0;
