@@ -197,14 +197,14 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
                 " given";
     return out;
   }
-  auto fail = [&](const ptq::numeric_status& st) {
+  auto fail = [&](const ptq::result<>& st) {
     out.error = st.error().message;
     return out;
   };
   // Phase 2: the DMQ factors from one calibration forward (fused float weights).
   const auto dmq = s.dmq_layers();
   if (!dmq.empty()) {
-    ptq::numeric_status st = ptq::numeric_ok{};
+    ptq::result<> st;
     forward(model, current(), rows(calib, 0, batch_size), [&](std::size_t i, tensor& x) {
       const auto& name = model.layers[i].desc.name;
       if (st && std::find(dmq.begin(), dmq.end(), name) != dmq.end()) {
@@ -250,7 +250,7 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
   }
   // Phase 4: each batch through the network with fake-quantized weights, float activations.
   for (std::size_t b = 0; b < batches; ++b) {
-    ptq::numeric_status st = ptq::numeric_ok{};
+    ptq::result<> st;
     forward(model, current(), rows(calib, b * batch_size, (b + 1) * batch_size),
             [&](std::size_t i, tensor& x) {
               const auto& l = s.layers()[i];

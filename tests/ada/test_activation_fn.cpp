@@ -250,7 +250,7 @@ TEST_CASE("activations: errors", "[ada][activation]") {
   p.prelu_weight = {0.1f, 0.2f};
   auto st = ptq::check_activation(p, 3);
   REQUIRE_FALSE(st);
-  CHECK(st.error().code == ptq::numeric_errc::invalid_argument);
+  CHECK(st.error().code == ptq::errc::invalid_argument);
   CHECK(st.error().message == "PReLU: weight has 2 values, expected 1 or 3 (channels)");
   CHECK(ptq::check_activation(p, 2));
   // Nothing is written when the description is invalid.

@@ -398,7 +398,7 @@ TEST_CASE("kl: errors", "[ada][kl]") {
   for (bool cw : {true, false}) {
     auto r = ptq::ada_kl_calibrate(t, ptq::layer_type::conv2d, 1, cw);
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == ptq::numeric_errc::non_finite);
+    CHECK(r.error().code == ptq::errc::non_finite);
     CHECK(r.error().message == "conv1.weight: NaN at flat index 17");
   }
   w[17] = -std::numeric_limits<float>::infinity();
@@ -408,15 +408,15 @@ TEST_CASE("kl: errors", "[ada][kl]") {
 
   auto empty = ptq::kl_init_scale(w.data(), 0, "x");
   REQUIRE_FALSE(empty);
-  CHECK(empty.error().code == ptq::numeric_errc::empty_tensor);
+  CHECK(empty.error().code == ptq::errc::empty_tensor);
   const ptq::tensor_ref none{w.data(), {0, 3, 2, 2}, "conv2.weight"};
   auto e2 = ptq::ada_kl_calibrate(none, ptq::layer_type::conv2d, 1, true);
   REQUIRE_FALSE(e2);
-  CHECK(e2.error().code == ptq::numeric_errc::empty_tensor);
+  CHECK(e2.error().code == ptq::errc::empty_tensor);
 
   const ptq::tensor_ref bad_rank{w.data(), {24}, "conv3.weight"};
   CHECK(ptq::ada_kl_calibrate(bad_rank, ptq::layer_type::conv2d, 1, true).error().code ==
-        ptq::numeric_errc::shape_mismatch);
+        ptq::errc::shape_mismatch);
 
   // A range whose histogram arithmetic would overflow float32 names the tensor and channel.
   std::vector<float> big(2 * 4, 1.0f);
@@ -424,7 +424,7 @@ TEST_CASE("kl: errors", "[ada][kl]") {
   const ptq::tensor_ref tb{big.data(), {2, 4}, "fc.weight"};
   auto huge = ptq::ada_kl_calibrate(tb, ptq::layer_type::linear, 1, true);
   REQUIRE_FALSE(huge);
-  CHECK(huge.error().code == ptq::numeric_errc::out_of_range);
+  CHECK(huge.error().code == ptq::errc::out_of_range);
   CHECK(huge.error().message.rfind("fc.weight channel 1: max|w|", 0) == 0);
   big[5] = ptq::kl_max_absmax;
   CHECK(ptq::ada_kl_calibrate(tb, ptq::layer_type::linear, 1, true));

@@ -67,7 +67,7 @@ TEST_CASE("FORCE_FP16_QUANT is written after do_fusion", "[json]") {
 }
 
 namespace {
-ptq::diag_code json_error(const std::string& text) {
+ptq::errc json_error(const std::string& text) {
   const auto r = ptq::try_read_quant_config(text);
   REQUIRE_FALSE(r.ok());
   return r.error().code;
@@ -78,50 +78,48 @@ const std::string layer_ok =
 
 TEST_CASE("detailed JSON rules (spec 4.5)", "[json]") {
   CHECK(ptq::try_read_quant_config("{\"version\":1," + layer_ok + "}").ok());
-  CHECK(json_error("{\"version\":2," + layer_ok + "}") == ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error("{\"batch_num\":0," + layer_ok + "}") ==
-        ptq::diag_code::json_value_out_of_range);
-  CHECK(json_error("{\"batch_num\":1.5," + layer_ok + "}") == ptq::diag_code::json_wrong_type);
-  CHECK(json_error("{\"version\":1,\"version\":1," + layer_ok + "}") ==
-        ptq::diag_code::json_invalid);
-  CHECK(json_error("{\"version\":1,") == ptq::diag_code::json_invalid);
+  CHECK(json_error("{\"version\":2," + layer_ok + "}") == ptq::errc::json_value_out_of_range);
+  CHECK(json_error("{\"batch_num\":0," + layer_ok + "}") == ptq::errc::json_value_out_of_range);
+  CHECK(json_error("{\"batch_num\":1.5," + layer_ok + "}") == ptq::errc::json_wrong_type);
+  CHECK(json_error("{\"version\":1,\"version\":1," + layer_ok + "}") == ptq::errc::json_invalid);
+  CHECK(json_error("{\"version\":1,") == ptq::errc::json_invalid);
   CHECK(json_error("{\"fakequant_precision_mode\":\"FP8\"," + layer_ok + "}") ==
-        ptq::diag_code::fakequant_mode_invalid);
+        ptq::errc::fakequant_mode_invalid);
   CHECK(json_error(R"({"l":{"quant_enable":false,"activation_quant_params":{}}})") ==
-        ptq::diag_code::nothing_to_quantize);
+        ptq::errc::nothing_to_quantize);
   CHECK(
       json_error(
           R"({"l":{"quant_enable":true,"activation_quant_params":{"num_bits":8,"num_of_bins":4096,"search_step":0.01}}})") ==
-      ptq::diag_code::json_value_out_of_range);
+      ptq::errc::json_value_out_of_range);
   CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{"num_bits":32}}})") ==
-        ptq::diag_code::json_value_out_of_range);
+        ptq::errc::json_value_out_of_range);
   CHECK(json_error(
             R"({"l":{"quant_enable":true,"activation_quant_params":{"max_percentile":0.5}}})") ==
-        ptq::diag_code::json_value_out_of_range);
+        ptq::errc::json_value_out_of_range);
   CHECK(
       json_error(
           R"({"l":{"quant_enable":true,"activation_quant_params":{"search_range":[1.3,0.7]}}})") ==
-      ptq::diag_code::json_value_out_of_range);
+      ptq::errc::json_value_out_of_range);
   CHECK(
       json_error(
           R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"arq_quantize","reg_param":0.1}}})") ==
-      ptq::diag_code::json_unknown_key);
+      ptq::errc::json_unknown_key);
   CHECK(
       json_error(
           R"({"l":{"quant_enable":true,"activation_quant_params":{},"weight_quant_params":{"channel_wise":true,"wts_algo":"ada_quantize","beta_range":[2,20]}}})") ==
-      ptq::diag_code::json_value_out_of_range);
+      ptq::errc::json_value_out_of_range);
   CHECK(
       json_error(
           R"({"l":{"quant_enable":true,"dmq_balancer_param":0.9,"activation_quant_params":{}}})") ==
-      ptq::diag_code::json_value_out_of_range);
+      ptq::errc::json_value_out_of_range);
   CHECK(json_error(R"({"l":{"quant_enable":true,"activation_quant_params":{},"bogus":1}})") ==
-        ptq::diag_code::json_unknown_key);
+        ptq::errc::json_unknown_key);
 }
 
 TEST_CASE("malformed JSON reports line and column", "[json]") {
   const auto r = ptq::try_read_quant_config("{\n  \"version\": 1,\n  oops\n}");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::json_invalid);
+  CHECK(r.error().code == ptq::errc::json_invalid);
   CHECK(r.error().where.begin.line == 3);
   CHECK(r.error().where.begin.column == 3);
 }
@@ -141,6 +139,6 @@ TEST_CASE("layer lists", "[json]") {
     INFO(bad);
     const auto e = ptq::try_read_layer_list(bad);
     REQUIRE_FALSE(e.ok());
-    CHECK(e.error().code == ptq::diag_code::bad_layer_list);
+    CHECK(e.error().code == ptq::errc::bad_layer_list);
   }
 }

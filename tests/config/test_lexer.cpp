@@ -87,19 +87,19 @@ TEST_CASE("a string may span lines and says so", "[lexer]") {
 
 TEST_CASE("lexical errors name the problem and the place", "[lexer]") {
   auto e = lex_error("a: \"open");
-  CHECK(e.code == ptq::diag_code::unterminated_string);
+  CHECK(e.code == ptq::errc::unterminated_string);
   CHECK(e.where.begin.column == 4);
   e = lex_error("a: \"bad \\q\"");
-  CHECK(e.code == ptq::diag_code::bad_escape);
+  CHECK(e.code == ptq::errc::bad_escape);
   CHECK(e.where.begin.column == 9);
   e = lex_error("a: 1\n  @");
-  CHECK(e.code == ptq::diag_code::unexpected_character);
+  CHECK(e.code == ptq::errc::unexpected_character);
   CHECK(e.where.begin.line == 2);
   CHECK(e.where.begin.column == 3);
   e = lex_error("a: \"\\400\"");
-  CHECK(e.code == ptq::diag_code::bad_escape);
+  CHECK(e.code == ptq::errc::bad_escape);
   e = lex_error("a: \"\\uD800\"");
-  CHECK(e.code == ptq::diag_code::bad_escape);
+  CHECK(e.code == ptq::errc::bad_escape);
 }
 
 TEST_CASE("string length is bounded", "[lexer]") {
@@ -108,5 +108,5 @@ TEST_CASE("string length is bounded", "[lexer]") {
   ptq::lexer lx("\"123456789\"", lim);
   ptq::token t;
   CHECK_FALSE(lx.next(t));
-  CHECK(lx.error().code == ptq::diag_code::string_too_long);
+  CHECK(lx.error().code == ptq::errc::string_too_long);
 }

@@ -98,7 +98,7 @@ TEST_CASE("a scalar given twice: the last wins, with a warning naming both place
   CHECK(*r.value().batch_num == 3);
   const auto w = warnings_of(r);
   REQUIRE(w.size() == 1);
-  CHECK(w[0].code == ptq::diag_code::field_repeated);
+  CHECK(w[0].code == ptq::errc::field_repeated);
   CHECK(w[0].where.begin.line == 2);
   CHECK(w[0].message.find("1:12") != std::string::npos);
 }
@@ -126,7 +126,7 @@ TEST_CASE("oneof: the last member wins with a warning naming both", "[parser]") 
   CHECK(cc.ifmr);
   const auto w = warnings_of(r);
   REQUIRE(w.size() == 2);
-  CHECK(w[0].code == ptq::diag_code::oneof_replaced);
+  CHECK(w[0].code == ptq::errc::oneof_replaced);
   CHECK(w[0].where.begin.line == 3);
   CHECK(w[0].message.find("arq_quantize") != std::string::npos);
   CHECK(w[1].where.begin.line == 5);
@@ -138,7 +138,7 @@ TEST_CASE("strings spanning lines are trimmed and warned about", "[parser]") {
   CHECK(r.value().skip_layers.at(0).value == "conv1");
   const auto w = warnings_of(r);
   REQUIRE(w.size() == 1);
-  CHECK(w[0].code == ptq::diag_code::string_spans_lines);
+  CHECK(w[0].code == ptq::errc::string_spans_lines);
   CHECK(w[0].where.begin.line == 1);
   CHECK(w[0].where.begin.column == 15);
 }
@@ -158,21 +158,21 @@ TEST_CASE("the older dialect reads into the same model", "[parser]") {
 TEST_CASE("older dialect: required fields and weight_offset", "[parser]") {
   auto r = ptq::try_parse_config("weight_offset: false\nconv_calibration_config { }\n");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::missing_field);
+  CHECK(r.error().code == ptq::errc::missing_field);
   CHECK(r.error().message.find("fc_calibration_config") != std::string::npos);
   r = ptq::try_parse_config(
       "weight_offset: true\nconv_calibration_config { }\nfc_calibration_config { }\n");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::weight_offset_invalid);
+  CHECK(r.error().code == ptq::errc::weight_offset_invalid);
   CHECK(r.error().where.begin.line == 1);
   r = ptq::try_parse_config(
       "conv_calibration_config { ifmr_quantize { search_step: 0.01 } }\n"
       "fc_calibration_config { arq_quantize { channel_wise: true } }\n");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::missing_field);  // 4 of ifmr's 5 fields
+  CHECK(r.error().code == ptq::errc::missing_field);  // 4 of ifmr's 5 fields
   bool fc_cw = false;
   for (const auto& d : r.diagnostics())
-    fc_cw |= d.code == ptq::diag_code::legacy_fc_channel_wise;
+    fc_cw |= d.code == ptq::errc::legacy_fc_channel_wise;
   CHECK(fc_cw);
 }
 
@@ -183,7 +183,7 @@ TEST_CASE("older dialect blocks are ignored next to common_config, with a warnin
   CHECK_FALSE(r.value().legacy_blocks_apply());
   const auto w = warnings_of(r);
   REQUIRE(w.size() == 1);
-  CHECK(w[0].code == ptq::diag_code::legacy_blocks_ignored);
+  CHECK(w[0].code == ptq::errc::legacy_blocks_ignored);
   CHECK(w[0].message.find("conv_calibration_config and fc_calibration_config") !=
         std::string::npos);
   CHECK(w[0].where.begin.line == 2);
@@ -210,10 +210,10 @@ TEST_CASE("the throwing API renders the errors", "[parser]") {
   try {
     (void)ptq::parse_config("batch_num: -1\n", "x.cfg");
     FAIL("no exception");
-  } catch (const ptq::config_error& e) {
-    CHECK(e.code() == ptq::diag_code::value_does_not_fit);
+  } catch (const ptq::exception& e) {
+    CHECK(e.code() == ptq::errc::value_does_not_fit);
     CHECK(std::string(e.what()).rfind("x.cfg:1:12: error: value -1 does not fit", 0) == 0);
   }
-  CHECK_THROWS_AS(ptq::parse_config_file("/nonexistent/file.cfg"), ptq::config_error);
+  CHECK_THROWS_AS(ptq::parse_config_file("/nonexistent/file.cfg"), ptq::exception);
 }
 #endif

@@ -27,14 +27,14 @@ const char* const golden_ok[] = {"01_precedence",
 
 struct golden_error {
   const char* name;
-  ptq::diag_code code;
+  ptq::errc code;
   std::uint32_t line;
   std::uint32_t column;
 };
 const golden_error golden_errors[] = {
-    {"05_conv3d_override_asymmetric_error", ptq::diag_code::unsupported_setting, 3, 52},
-    {"21_int16_override_linear_nobias_error", ptq::diag_code::unsupported_setting, 3, 50},
-    {"23_skip_fusion_linear_error", ptq::diag_code::not_fusable, 1, 21},
+    {"05_conv3d_override_asymmetric_error", ptq::errc::unsupported_setting, 3, 52},
+    {"21_int16_override_linear_nobias_error", ptq::errc::unsupported_setting, 3, 50},
+    {"23_skip_fusion_linear_error", ptq::errc::not_fusable, 1, 21},
 };
 
 ptq::result<ptq::resolved_config> resolve_case(const std::string& name) {
@@ -73,16 +73,16 @@ TEST_CASE("names in skip_layers, overrides and skip_fusion_layers must exist", "
                                             layer("fc", layer_type::linear)};
   auto r = ptq::resolve_config(parse_ok("skip_layers: \"conv_1\""), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::unknown_layer);
+  CHECK(r.error().code == ptq::errc::unknown_layer);
   CHECK(r.error().where.begin.column == 14);
   CHECK(r.error().note == "did you mean 'conv1'?");
   r = ptq::resolve_config(
       parse_ok("override_layer_configs { layer_name: \"nope\" calibration_config {} }"), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::unknown_layer);
+  CHECK(r.error().code == ptq::errc::unknown_layer);
   r = ptq::resolve_config(parse_ok("skip_fusion_layers: \"x\""), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::unknown_layer);
+  CHECK(r.error().code == ptq::errc::unknown_layer);
 }
 
 TEST_CASE("nothing left to quantize is an error", "[resolve]") {
@@ -91,7 +91,7 @@ TEST_CASE("nothing left to quantize is an error", "[resolve]") {
   const auto r =
       ptq::resolve_config(parse_ok("skip_layers: \"conv1\" skip_layer_types: \"Linear\""), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::nothing_to_quantize);
+  CHECK(r.error().code == ptq::errc::nothing_to_quantize);
 }
 
 TEST_CASE("a malformed layer list is an error", "[resolve]") {
@@ -99,7 +99,7 @@ TEST_CASE("a malformed layer list is an error", "[resolve]") {
                                             layer("a", layer_type::linear)};
   const auto r = ptq::resolve_config(parse_ok(""), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::bad_layer_list);
+  CHECK(r.error().code == ptq::errc::bad_layer_list);
 }
 
 TEST_CASE("settings a layer cannot take: warnings via common_config, errors via overrides",
@@ -127,7 +127,7 @@ TEST_CASE("settings a layer cannot take: warnings via common_config, errors via 
     REQUIRE(common.ok());
     bool warned = false;
     for (const auto& d : common.diagnostics()) {
-      warned |= d.code == ptq::diag_code::degraded_setting &&
+      warned |= d.code == ptq::errc::degraded_setting &&
                 d.message.find("'" + std::string(rw.layer_name) + "'") != std::string::npos;
     }
     CHECK(warned);
@@ -136,13 +136,13 @@ TEST_CASE("settings a layer cannot take: warnings via common_config, errors via 
                                      rw.layer_name + "\" calibration_config { " + block + " } }"),
                             layers);
     REQUIRE_FALSE(by_name.ok());
-    CHECK(by_name.error().code == ptq::diag_code::unsupported_setting);
+    CHECK(by_name.error().code == ptq::errc::unsupported_setting);
     const auto by_type =
         ptq::resolve_config(parse_ok(std::string("override_layer_types { layer_type: \"") +
                                      rw.type_name + "\" calibration_config { " + block + " } }"),
                             layers);
     REQUIRE_FALSE(by_type.ok());
-    CHECK(by_type.error().code == ptq::diag_code::unsupported_setting);
+    CHECK(by_type.error().code == ptq::errc::unsupported_setting);
   }
 }
 
@@ -172,7 +172,7 @@ TEST_CASE("strict mode rejects channel_wise inherited by Linear, as the toolkit"
   const auto c = parse_ok("common_config {\n  arq_quantize { channel_wise: true } }");
   const auto r = ptq::resolve_config(c, layers, strict);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::unsupported_setting);
+  CHECK(r.error().code == ptq::errc::unsupported_setting);
   CHECK(r.error().where.begin.line == 2);
   CHECK(ptq::resolve_config(c, layers).ok());
 }
@@ -227,5 +227,5 @@ TEST_CASE("INT4 weights fall back to 8 bits on grouped or odd-Cin layers", "[res
                "quant_bits: 4 } } }"),
       {grouped});
   REQUIRE_FALSE(over.ok());
-  CHECK(over.error().code == ptq::diag_code::unsupported_setting);
+  CHECK(over.error().code == ptq::errc::unsupported_setting);
 }

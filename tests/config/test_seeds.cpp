@@ -25,7 +25,7 @@ TEST_CASE("quant.cfg as printed: the placeholder type is reported where it stand
   const auto text = read_data("seeds/quant.cfg");
   const auto r = ptq::try_parse_config(text);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::unknown_layer_type);
+  CHECK(r.error().code == ptq::errc::unknown_layer_type);
   CHECK(r.error().where.begin.line == 7);
   CHECK(r.error().where.begin.column == 18);
   CHECK(r.error().note.find("Conv2d") != std::string::npos);
@@ -37,7 +37,7 @@ TEST_CASE("quant.cfg as printed: the placeholder type is reported where it stand
         "ConvTranspose1d, GRU, LSTM\n");
   std::size_t spans = 0;
   for (const auto& d : r.diagnostics())
-    spans += d.code == ptq::diag_code::string_spans_lines;
+    spans += d.code == ptq::errc::string_spans_lines;
   CHECK(spans == 4);  // skip_layers, skip_layer_types, skip_fusion_layers, layer_name
 }
 
@@ -46,7 +46,7 @@ TEST_CASE("dmq_balancer.cfg as printed: both placeholder types are reported", "[
   REQUIRE_FALSE(r.ok());
   std::size_t n = 0;
   for (const auto& d : r.diagnostics()) {
-    if (d.code == ptq::diag_code::unknown_layer_type) {
+    if (d.code == ptq::errc::unknown_layer_type) {
       ++n;
       CHECK((d.where.begin.line == 7 || d.where.begin.line == 31));
     }
@@ -127,6 +127,6 @@ TEST_CASE("quant.cfg with real names: the toolkit's precedence per layer", "[see
   CHECK_FALSE(pool->dmq_balancer_param);
   std::size_t degraded = 0;
   for (const auto& d : r.diagnostics())
-    degraded += d.code == ptq::diag_code::degraded_setting;
+    degraded += d.code == ptq::errc::degraded_setting;
   CHECK(degraded == 5);
 }

@@ -431,66 +431,66 @@ TEST_CASE("layer with no samples: empty output, zero gradient", "[layers]") {
 }
 
 TEST_CASE("layer geometry errors", "[layers]") {
-  using ptq::numeric_errc;
+  using ptq::errc;
   const auto base = accuracy_cases();
   struct bad {
     const char* what;
     layer_geometry g;
-    numeric_errc code;
+    errc code;
     const char* message;
   };
   std::vector<bad> cases;
   auto conv = base[1].g, tconv = base[3].g, lin = base[0].g;
   auto g = conv;
   g.type = layer_type::conv3d;
-  cases.push_back({"unsupported type", g, numeric_errc::invalid_argument,
+  cases.push_back({"unsupported type", g, errc::invalid_argument,
                    "Conv3d geometry: only Linear, Conv2d and ConvTranspose2d"});
   g = lin;
   g.in_channels = 0;
-  cases.push_back({"linear without inputs", g, numeric_errc::invalid_argument,
+  cases.push_back({"linear without inputs", g, errc::invalid_argument,
                    "Linear geometry: in_channels (0) and out_channels (19) must be positive"});
   g = conv;
   g.groups = 3;
-  cases.push_back({"groups not dividing", g, numeric_errc::shape_mismatch,
+  cases.push_back({"groups not dividing", g, errc::shape_mismatch,
                    "Conv2d geometry: groups (3) must divide in_channels (4) and out_channels (6)"});
   g = tconv;
   g.groups = 4;
-  cases.push_back({"groups not dividing cout", g, numeric_errc::shape_mismatch,
+  cases.push_back({"groups not dividing cout", g, errc::shape_mismatch,
                    "ConvTranspose2d geometry: groups (4) must divide in_channels (4) and "
                    "out_channels (6)"});
   g = conv;
   g.groups = 0;
-  cases.push_back({"zero groups", g, numeric_errc::invalid_argument,
-                   "Conv2d geometry: groups must be positive"});
+  cases.push_back(
+      {"zero groups", g, errc::invalid_argument, "Conv2d geometry: groups must be positive"});
   g = conv;
   g.stride_w = 0;
-  cases.push_back({"zero stride", g, numeric_errc::invalid_argument,
+  cases.push_back({"zero stride", g, errc::invalid_argument,
                    "Conv2d geometry: kernel size, stride and dilation must be positive"});
   g = conv;
   g.kernel_h = 0;
-  cases.push_back({"zero kernel", g, numeric_errc::invalid_argument,
+  cases.push_back({"zero kernel", g, errc::invalid_argument,
                    "Conv2d geometry: kernel size, stride and dilation must be positive"});
   g = conv;
   g.in_w = 0;
-  cases.push_back({"empty input", g, numeric_errc::invalid_argument,
-                   "Conv2d geometry: input size 9x0 is empty"});
+  cases.push_back(
+      {"empty input", g, errc::invalid_argument, "Conv2d geometry: input size 9x0 is empty"});
   g = conv;
   g.pad_h = 0;
   g.in_h = 4;  // dilated kernel spans 5 > 4
-  cases.push_back({"kernel larger than input", g, numeric_errc::shape_mismatch,
+  cases.push_back({"kernel larger than input", g, errc::shape_mismatch,
                    "Conv2d geometry: output size 0x5 is not positive (input 4x11, kernel 3x3)"});
   g = conv;
   g.output_padding_h = 1;
-  cases.push_back({"output_padding on conv2d", g, numeric_errc::invalid_argument,
+  cases.push_back({"output_padding on conv2d", g, errc::invalid_argument,
                    "Conv2d geometry: output_padding is for ConvTranspose2d only"});
   g = tconv;
   g.output_padding_w = 2;  // stride 2, dilation 1
-  cases.push_back({"output_padding too large", g, numeric_errc::invalid_argument,
+  cases.push_back({"output_padding too large", g, errc::invalid_argument,
                    "ConvTranspose2d geometry: output_padding (1, 2) must be smaller than either "
                    "stride or dilation"});
   g = tconv;
   g.pad_h = 6;
-  cases.push_back({"transpose output not positive", g, numeric_errc::shape_mismatch,
+  cases.push_back({"transpose output not positive", g, errc::shape_mismatch,
                    "ConvTranspose2d geometry: output size 0x8 is not positive (input 5x4, kernel "
                    "3x3)"});
   for (const auto& c : cases) {

@@ -202,7 +202,7 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
   w[4] = std::nanf("");
   auto bad = ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {8, true});
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().code == ptq::numeric_errc::non_finite);
+  CHECK(bad.error().code == ptq::errc::non_finite);
   CHECK(bad.error().message == "fc.weight: NaN at flat index 4");
   w[4] = -HUGE_VALF;
   CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {8, true}).error().message ==
@@ -210,15 +210,15 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
 
   const ptq::tensor_ref empty{w.data(), {0, 3}, "e"};
   CHECK(ptq::arq_calibrate(empty, ptq::layer_type::linear, 1, {}).error().code ==
-        ptq::numeric_errc::empty_tensor);
+        ptq::errc::empty_tensor);
   const ptq::tensor_ref rank{w.data(), {9}, "r"};
   CHECK(ptq::arq_calibrate(rank, ptq::layer_type::conv2d, 1, {}).error().code ==
-        ptq::numeric_errc::shape_mismatch);
+        ptq::errc::shape_mismatch);
   const ptq::tensor_ref ct{w.data(), {3, 3, 1}, "ct"};
   CHECK(ptq::arq_calibrate(ct, ptq::layer_type::conv_transpose1d, 2, {}).error().code ==
-        ptq::numeric_errc::shape_mismatch);
+        ptq::errc::shape_mismatch);
   CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {1, true}).error().code ==
-        ptq::numeric_errc::invalid_argument);
+        ptq::errc::invalid_argument);
 
   // ADA's quant params are its KL initial scales (the rounding is learned by ada_round).
   w[4] = 0.0f;
@@ -323,17 +323,17 @@ TEST_CASE("IFMR: identical bits for any thread count", "[algorithms][ifmr]") {
 TEST_CASE("IFMR observer: batches, edge cases, errors", "[algorithms][ifmr]") {
   ptq::ifmr_settings s;
   ptq::ifmr_observer obs(s);
-  CHECK(obs.finalize().error().code == ptq::numeric_errc::no_data);
+  CHECK(obs.finalize().error().code == ptq::errc::no_data);
   std::vector<float> zeros(100, 0.0f);
   REQUIRE(obs.observe(zeros.data(), zeros.size()).ok());
   auto z = obs.finalize();
   REQUIRE(z.ok());
   CHECK(z.value().scale == 1.0f);
   CHECK(z.value().offset == -128);
-  CHECK(obs.observe(zeros.data(), 0).error().code == ptq::numeric_errc::empty_tensor);
+  CHECK(obs.observe(zeros.data(), 0).error().code == ptq::errc::empty_tensor);
   std::vector<float> bad = {1.0f, 2.0f, HUGE_VALF};
   auto e = obs.observe(bad.data(), bad.size());
-  CHECK(e.error().code == ptq::numeric_errc::non_finite);
+  CHECK(e.error().code == ptq::errc::non_finite);
   CHECK(e.error().message == "activation batch 1: +Inf at flat index 2");
 
   // §8 self-check: multiples of 1/255 over [0, 1] -> scale 1/255, offset -128
@@ -450,7 +450,7 @@ TEST_CASE("HFMG edge cases", "[algorithms][hfmg]") {
   CHECK(om.observe(bad.data(), bad.size()).error().message ==
         "activation batch 2: NaN at flat index 1");
   ptq::hfmg_observer none;
-  CHECK(none.finalize().error().code == ptq::numeric_errc::no_data);
+  CHECK(none.finalize().error().code == ptq::errc::no_data);
 }
 
 TEST_CASE("Python floor division in float32", "[algorithms][hfmg]") {
@@ -608,7 +608,7 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
     const auto p = plain::dmq(xr, wr, alpha);
     REQUIRE(ours.ok() == !p.error);
     if (!ours.ok()) {
-      CHECK(ours.error().code == ptq::numeric_errc::out_of_range);
+      CHECK(ours.error().code == ptq::errc::out_of_range);
       ++errors;
       continue;
     }
@@ -638,10 +638,10 @@ TEST_CASE("DMQ edge cases and errors", "[algorithms][dmq]") {
   REQUIRE(ones.ok());  // the toolkit crashes on all-zero activations; ptq gives ones (§10.9)
   CHECK(ones.value() == std::vector<float>{1.0f, 1.0f, 1.0f});
   CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.9}).error().code ==
-        ptq::numeric_errc::invalid_argument);
+        ptq::errc::invalid_argument);
   const ptq::tensor_ref w4{w.data(), {3, 4}, "w"};
   CHECK(ptq::dmq_factors(xt, w4, ptq::layer_type::linear, 1, {0.5}).error().code ==
-        ptq::numeric_errc::shape_mismatch);
+        ptq::errc::shape_mismatch);
   x[5] = std::nanf("");
   CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.5}).error().message ==
         "x: NaN at flat index 5");

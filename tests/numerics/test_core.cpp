@@ -94,7 +94,7 @@ TEST_CASE("process_scale", "[core]") {
         1.0f);
   auto inf = ptq::process_scale(HUGE_VALF, 0.0f, false, 8);
   REQUIRE_FALSE(inf.ok());
-  CHECK(inf.error().code == ptq::numeric_errc::invalid_scale);
+  CHECK(inf.error().code == ptq::errc::invalid_scale);
   CHECK_FALSE(ptq::process_scale(std::nanf(""), 0.0f, false, 8).ok());
   // offsets round half to even
   CHECK(ptq::process_scale(1.0f, 2.5f, true, 8).value().offset == 2);
@@ -148,12 +148,12 @@ TEST_CASE("s19 truncation", "[core]") {
 }
 
 TEST_CASE("numeric_result and value_or_throw", "[core]") {
-  ptq::numeric_result<int> ok = 3;
+  ptq::result<int> ok = 3;
   CHECK(ok.ok());
   CHECK(ptq::value_or_throw(ok) == 3);
-  ptq::numeric_result<int> bad = ptq::make_numeric_error(ptq::numeric_errc::empty_tensor, "x");
+  ptq::result<int> bad = ptq::make_error(ptq::errc::empty_tensor, "x");
   CHECK_FALSE(bad.ok());
-  CHECK(bad.error().code == ptq::numeric_errc::empty_tensor);
-  CHECK_THROWS_AS(ptq::value_or_throw(bad), ptq::numeric_exception);
-  CHECK(std::string(ptq::to_string(ptq::numeric_errc::non_finite)) == "non_finite");
+  CHECK(bad.error().code == ptq::errc::empty_tensor);
+  CHECK_THROWS_AS(ptq::value_or_throw(bad), ptq::exception);
+  CHECK(std::string(ptq::to_string(ptq::errc::non_finite)) == "non_finite");
 }

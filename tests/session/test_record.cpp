@@ -30,8 +30,8 @@ ptq::record_file sample() {
   return rec;
 }
 
-ptq::diag_code first_error(const std::string& text,
-                           const std::vector<ptq::record_layer_shape>* shapes = nullptr) {
+ptq::errc first_error(const std::string& text,
+                      const std::vector<ptq::record_layer_shape>* shapes = nullptr) {
   const auto r = ptq::try_parse_record(text, shapes);
   REQUIRE_FALSE(r.ok());
   return r.error().code;
@@ -89,34 +89,34 @@ TEST_CASE("record checks (spec 6)", "[record]") {
   const std::string ok_value = "scale_d: 0.5 offset_d: 3 scale_w: 0.1 offset_w: 0";
   CHECK(ptq::try_parse_record("record { key: \"a\" value { " + ok_value + " } }").ok());
   CHECK(first_error("record { key: \"a\" value { scale_d: 0 offset_d: 3 } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(first_error("record { key: \"a\" value { scale_d: inf offset_d: 3 } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 128 } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(ptq::try_parse_record(
             "record { key: \"a\" value { scale_d: 1 offset_d: 300 act_type: \"INT16\" } }")
             .ok());
   CHECK(first_error(
             "record { key: \"a\" value { scale_d: 1 offset_d: 0 scale_w: 1 offset_w: 1 } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 0 scale_w: 1 scale_w: 2 "
-                    "offset_w: 0 } }") == ptq::diag_code::record_length_mismatch);
+                    "offset_w: 0 } }") == ptq::errc::record_length_mismatch);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 0 wts_type: \"INT5\" } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(first_error(
             "record { key: \"a\" value { scale_d: 1 offset_d: 0 tensor_balance_factor: 0 } }") ==
-        ptq::diag_code::record_value_invalid);
+        ptq::errc::record_value_invalid);
   CHECK(first_error("record { key: \"a\" value { offset_d: 0 } }") ==
-        ptq::diag_code::record_missing_field);
+        ptq::errc::record_missing_field);
   CHECK(first_error("record { value { scale_d: 1 offset_d: 0 } }") ==
-        ptq::diag_code::record_missing_field);
+        ptq::errc::record_missing_field);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 0 } }\n"
                     "record { key: \"a\" value { scale_d: 1 offset_d: 0 } }") ==
-        ptq::diag_code::record_duplicate_key);
-  CHECK(first_error("record { key: \"a\" value { scale_h: 1 } }") == ptq::diag_code::unknown_field);
+        ptq::errc::record_duplicate_key);
+  CHECK(first_error("record { key: \"a\" value { scale_h: 1 } }") == ptq::errc::unknown_field);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 2.5 } }") ==
-        ptq::diag_code::value_does_not_fit);
+        ptq::errc::value_does_not_fit);
 }
 
 TEST_CASE("record checks against the model's layers", "[record]") {
@@ -126,22 +126,22 @@ TEST_CASE("record checks against the model's layers", "[record]") {
       "offset_w: 0 tensor_balance_factor: 1 tensor_balance_factor: 1 tensor_balance_factor: 1 } }";
   CHECK(ptq::try_parse_record(good, &shapes).ok());
   CHECK(first_error("record { key: \"b\" value { scale_d: 1 offset_d: 0 } }", &shapes) ==
-        ptq::diag_code::record_unknown_layer);
+        ptq::errc::record_unknown_layer);
   CHECK(first_error("record { key: \"a\" value { scale_d: 1 offset_d: 0 scale_w: 1 scale_w: 1 "
                     "scale_w: 1 offset_w: 0 offset_w: 0 offset_w: 0 } }",
-                    &shapes) == ptq::diag_code::record_length_mismatch);
+                    &shapes) == ptq::errc::record_length_mismatch);
   CHECK(
       first_error("record { key: \"a\" value { scale_d: 1 offset_d: 0 tensor_balance_factor: 1 } }",
-                  &shapes) == ptq::diag_code::record_length_mismatch);
+                  &shapes) == ptq::errc::record_length_mismatch);
 }
 
 TEST_CASE("record errors carry line and column", "[record]") {
   const auto r = ptq::try_parse_record("record {\n  key: \"a\"\n  value { scale_d: x }\n}");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::wrong_type);
+  CHECK(r.error().code == ptq::errc::wrong_type);
   CHECK(r.error().where.begin.line == 3);
   CHECK(r.error().where.begin.column == 20);
   const auto s = ptq::try_parse_record("record { key: \"a\" value { scale_d: 1 offset_d: 0 }");
   REQUIRE_FALSE(s.ok());
-  CHECK(s.error().code == ptq::diag_code::unexpected_end);
+  CHECK(s.error().code == ptq::errc::unexpected_end);
 }

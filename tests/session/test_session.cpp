@@ -84,7 +84,7 @@ TEST_CASE("a fusion that would not be finite is skipped with a warning", "[sessi
   REQUIRE(r.ok());
   CHECK_FALSE(r.value().layers()[0].fused);
   REQUIRE(r.diagnostics().size() == 1);
-  CHECK(r.diagnostics()[0].code == ptq::diag_code::fusion_skipped);
+  CHECK(r.diagnostics()[0].code == ptq::errc::fusion_skipped);
 }
 
 TEST_CASE("the phases in order give the same numbers as the policies called directly",
@@ -158,7 +158,7 @@ TEST_CASE("NaN input is an error naming the layer", "[session]") {
   x(0, 1, 2, 3) = std::nanf("");
   const auto st = s.feed("conv", ptq::as_tensor_ref(x, "conv input"));
   REQUIRE_FALSE(st.ok());
-  CHECK(st.error().code == ptq::numeric_errc::non_finite);
+  CHECK(st.error().code == ptq::errc::non_finite);
   CHECK(st.error().message.find("conv input") != std::string::npos);
 }
 
@@ -209,14 +209,14 @@ TEST_CASE("malformed layers are rejected at creation", "[session]") {
   layers[1].weight = xt::xarray<float>::from_shape({3, 8, 1});
   auto r = ptq::calibration_session::create(cfg(""), layers);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ptq::diag_code::session_layer_invalid);
+  CHECK(r.error().code == ptq::errc::session_layer_invalid);
   CHECK(r.error().message.find("layer 'fc'") != std::string::npos);
   layers = two_layers();
   layers[0].conv.padding_mode = "reflect";
   CHECK_FALSE(ptq::calibration_session::create(cfg(""), layers).ok());
   const auto unresolved = ptq::calibration_session::create(cfg("skip_layers: \"x\""), two_layers());
   REQUIRE_FALSE(unresolved.ok());
-  CHECK(unresolved.error().code == ptq::diag_code::unknown_layer);
+  CHECK(unresolved.error().code == ptq::errc::unknown_layer);
 }
 
 TEST_CASE("progress is reported per phase", "[session]") {

@@ -3,10 +3,12 @@
 
 #include <cstdint>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/core/quant.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// scale_d / offset_d of one activation, its bit width, and the float range it covers.
 struct activation_quant_result {
@@ -28,4 +30,5 @@ struct activation_quant_result {
   return make_activation_result(quant_params{fp16_scale(r.scale), r.offset, r.bits});
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -15,6 +15,7 @@
 #include "ptq/core/error.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// The activation that follows a layer (needed by AdaRound; PyTorch module names).
 enum class activation_kind : std::uint8_t {
@@ -71,11 +72,9 @@ struct activation_desc {
 /// Checks a description against the channel count of the tensors it will see: PReLU needs 1 or
 /// `channels` weights; the parameters the kind uses must be finite; RReLU needs lower <= upper
 /// (torch's check). Parameters of other kinds are ignored.
-[[nodiscard]] inline numeric_status check_activation(const activation_desc& a,
-                                                     std::size_t channels) {
+[[nodiscard]] inline result<> check_activation(const activation_desc& a, std::size_t channels) {
   const auto fail = [&](std::string what) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              std::string(to_string(a.kind)) + ": " + what);
+    return make_error(errc::invalid_argument, std::string(to_string(a.kind)) + ": " + what);
   };
   switch (a.kind) {
     case activation_kind::none:
@@ -84,11 +83,11 @@ struct activation_desc {
     case activation_kind::sigmoid:
     case activation_kind::tanh:
     case activation_kind::gelu:
-      return numeric_ok{};
+      return {};
     case activation_kind::leaky_relu:
       if (!std::isfinite(a.negative_slope))
         return fail("negative_slope is not finite");
-      return numeric_ok{};
+      return {};
     case activation_kind::prelu: {
       const std::size_t m = a.prelu_weight.size();
       if (m != 1 && m != channels) {
@@ -99,16 +98,16 @@ struct activation_desc {
         if (!std::isfinite(a.prelu_weight[c]))
           return fail("weight " + std::to_string(c) + " is not finite");
       }
-      return numeric_ok{};
+      return {};
     }
     case activation_kind::rrelu:
       if (!std::isfinite(a.rrelu_lower) || !std::isfinite(a.rrelu_upper))
         return fail("lower/upper are not finite");
       if (!(a.rrelu_lower <= a.rrelu_upper))
         return fail("lower is greater than upper");
-      return numeric_ok{};
+      return {};
   }
-  return make_numeric_error(numeric_errc::invalid_argument, "unknown activation kind");
+  return make_error(errc::invalid_argument, "unknown activation kind");
 }
 
 namespace detail {
@@ -197,9 +196,9 @@ void map2(const float* z, const float* dy, float* dz, std::size_t count, F f) no
 
 /// y = act(z) elementwise over n × channels × spatial values. y may alias z. Errors: the ones of
 /// check_activation (nothing is written then).
-[[nodiscard]] inline numeric_status activation_forward(const activation_desc& a, const float* z,
-                                                       float* y, std::size_t n,
-                                                       std::size_t channels, std::size_t spatial) {
+[[nodiscard]] inline result<> activation_forward(const activation_desc& a, const float* z, float* y,
+                                                 std::size_t n, std::size_t channels,
+                                                 std::size_t spatial) {
   auto st = check_activation(a, channels);
   if (!st)
     return st;
@@ -244,15 +243,15 @@ void map2(const float* z, const float* dy, float* dz, std::size_t count, F f) no
         detail::map1(z, y, count, detail::gelu_erf_f);
       break;
   }
-  return numeric_ok{};
+  return {};
 }
 
 /// dz = dy · act'(z) elementwise over n × channels × spatial values (z is the activation's
 /// input). dz may alias dy or z. At the kinks: ReLU'(0) = 0, ReLU6' = 1 only on (0, 6),
 /// LeakyReLU/RReLU/PReLU'(0) = slope.
-[[nodiscard]] inline numeric_status activation_backward(const activation_desc& a, const float* z,
-                                                        const float* dy, float* dz, std::size_t n,
-                                                        std::size_t channels, std::size_t spatial) {
+[[nodiscard]] inline result<> activation_backward(const activation_desc& a, const float* z,
+                                                  const float* dy, float* dz, std::size_t n,
+                                                  std::size_t channels, std::size_t spatial) {
   auto st = check_activation(a, channels);
   if (!st)
     return st;
@@ -298,7 +297,8 @@ void map2(const float* z, const float* dy, float* dz, std::size_t count, F f) no
         detail::map2(z, dy, dz, count, detail::gelu_erf_b);
       break;
   }
-  return numeric_ok{};
+  return {};
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -24,9 +24,11 @@
 #include "ptq/algorithms/ada_rounding.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Progress of one AdaRound optimisation (reported every `ada_settings::report_every` iterations
 /// and after the last).
@@ -141,7 +143,7 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
 /// The reconstruction loss of the toolkit, Σ‖act(layer(x)) − target‖² over channels, averaged
 /// over samples and positions, of weight `w` on all `p.samples` samples (in chunks of
 /// `chunk` samples; summed in double).
-[[nodiscard]] inline numeric_result<double> ada_reconstruction_loss(
+[[nodiscard]] inline result<double> ada_reconstruction_loss(
     const ada_problem& p, const float* w, const float* target,
     const kernels::kernel_set& k = kernels::default_kernels(), unsigned threads = 1,
     std::size_t chunk = 64) {
@@ -170,7 +172,7 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
 }
 
 /// act(layer(input)) with the float weight: the AdaRound target of `p` on its own samples.
-[[nodiscard]] inline numeric_result<std::vector<float>> ada_float_target(
+[[nodiscard]] inline result<std::vector<float>> ada_float_target(
     const ada_problem& p, const kernels::kernel_set& k = kernels::default_kernels(),
     unsigned threads = 1) {
   layer_compute lc(p.geometry, threads, k);
@@ -190,16 +192,16 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
 /// AdaRound of one layer (spec §5.4): KL scales, then `num_iteration` Adam steps on α over
 /// minibatches, then hard rounding. Errors: bad geometry or activation, missing or non-finite
 /// data, bad settings, a non-finite loss.
-[[nodiscard]] inline numeric_result<ada_result> ada_round(
+[[nodiscard]] inline result<ada_result> ada_round(
     const ada_problem& p, const ada_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   const auto fail = [&](std::string what) {
-    return make_numeric_error(numeric_errc::invalid_argument, p.name + ": " + std::move(what));
+    return make_error(errc::invalid_argument, p.name + ": " + std::move(what));
   };
   if (auto st = validate_geometry(p.geometry); !st)
-    return make_numeric_error(st.error().code, p.name + ": " + st.error().message);
+    return make_error(st.error().code, p.name + ": " + st.error().message);
   if (auto st = check_activation(p.activation, p.geometry.out_channels); !st)
-    return make_numeric_error(st.error().code, p.name + ": " + st.error().message);
+    return make_error(st.error().code, p.name + ": " + st.error().message);
   if (!(s.reg_param >= 0.0f) || !std::isfinite(s.reg_param))
     return fail("reg_param must be finite and >= 0");
   if (!(s.warm_start >= 0.0f && s.warm_start <= 1.0f))
@@ -314,8 +316,8 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
                                         s.adam.epsilon, ac.step_size, ac.sqrt_bias2};
       const double round = detail::ada_update(st, gw.data(), sp, k, threads);
       if (!std::isfinite(recon + round)) {
-        return make_numeric_error(
-            numeric_errc::non_finite,
+        return make_error(
+            errc::non_finite,
             p.name + ": the AdaRound loss is not finite at iteration " + std::to_string(t + 1));
       }
       if (s.on_progress &&
@@ -344,11 +346,12 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
 /// itself needs data and is learned by `ada_round`.
 struct ada {
   using settings = ada_settings;
-  [[nodiscard]] static numeric_result<weight_quant_result> calibrate(
+  [[nodiscard]] static result<weight_quant_result> calibrate(
       const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return ada_kl_calibrate(w, op, groups, s.channel_wise, k);
   }
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

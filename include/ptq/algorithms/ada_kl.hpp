@@ -21,6 +21,7 @@
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 inline constexpr std::size_t kl_histogram_bins = 512;  ///< bins over [-T, T]
 inline constexpr std::size_t kl_search_windows = 20;   ///< windows [i, 512 - i), i = 0..19
@@ -186,8 +187,8 @@ inline constexpr std::size_t no_channel = static_cast<std::size_t>(-1);
 /// histogram of every value of the channel (or tensor) to `counts`. Errors name the tensor and,
 /// unless it is no_channel, the output channel.
 template <class Fill>
-[[nodiscard]] numeric_result<kl_search_result> kl_search(float absmax, std::string_view name,
-                                                         std::size_t channel, Fill&& fill) {
+[[nodiscard]] result<kl_search_result> kl_search(float absmax, std::string_view name,
+                                                 std::size_t channel, Fill&& fill) {
   const auto where = [&] {
     std::string s(name);
     if (channel != no_channel)
@@ -199,17 +200,16 @@ template <class Fill>
   if (absmax == 0.0f)
     return r;  // the toolkit skips the search: scale 1 (process_scale keeps it)
   if (!(absmax <= kl_max_absmax)) {
-    return make_numeric_error(numeric_errc::out_of_range,
-                              where() + ": max|w| = " + std::to_string(absmax) +
-                                  " is too large for the 512-bin histogram (limit " +
-                                  std::to_string(kl_max_absmax) + ")");
+    return make_error(errc::out_of_range, where() + ": max|w| = " + std::to_string(absmax) +
+                                              " is too large for the 512-bin histogram (limit " +
+                                              std::to_string(kl_max_absmax) + ")");
   }
   kl_histogram h{};
   fill(-absmax, absmax, h.data());
   r.window = kl_best_window(h);
   auto p = process_scale(kl_window_scale(absmax, r.window), 0.0f, false, 8);
   if (!p)
-    return make_numeric_error(p.error().code, where() + ": " + p.error().message);
+    return make_error(p.error().code, where() + ": " + p.error().message);
   r.scale = p.value().scale;
   return r;
 }
@@ -219,7 +219,7 @@ template <class Fill>
 /// The KL search on one channel's (or one tensor's) values: checks them (empty, NaN/Inf name
 /// `name` and the index within x), takes T = max|x| and returns the processed scale, T and the
 /// chosen window. T == 0 gives scale 1, window 0.
-[[nodiscard]] inline numeric_result<kl_search_result> kl_init_scale(
+[[nodiscard]] inline result<kl_search_result> kl_init_scale(
     const float* x, std::size_t n, std::string_view name = "weight",
     const kernels::kernel_set& k = kernels::default_kernels()) {
   auto mm = checked_minmax(name, x, n, k.minmax);
@@ -236,7 +236,7 @@ template <class Fill>
 /// [Cout, Cin/g, k...], [Cout, Cin], ConvTranspose [Cin, Cout/g, k...] with output channel
 /// o = gi·(Cout/g) + j): one KL search per output channel, or one over the whole tensor.
 /// Symmetric 8-bit, offsets 0. Which layer types may use ADA is the config resolver's business.
-[[nodiscard]] inline numeric_result<weight_quant_result> ada_kl_calibrate(
+[[nodiscard]] inline result<weight_quant_result> ada_kl_calibrate(
     const tensor_ref& w, layer_type op, std::size_t groups, bool channel_wise,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   auto geo = output_channels(w.shape, op, groups, w.name);
@@ -275,4 +275,5 @@ template <class Fill>
   return out;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstddef>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/ada_update.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 inline constexpr float ada_zeta = kernels::ada_zeta;
 inline constexpr float ada_gamma = kernels::ada_gamma;
@@ -56,4 +58,5 @@ struct adam_step_constants {
   return {static_cast<float>(p.learning_rate / b1), static_cast<float>(std::sqrt(b2))};
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

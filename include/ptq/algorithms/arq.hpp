@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// ARQ settings (JSON `weight_quant_params` of an arq layer).
 struct arq_settings {
@@ -48,12 +50,12 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
 
 /// ARQ: scale_w / offset_w of a weight in native layout ([Cout, Cin/g, k...] for Conv, [Cout, Cin]
 /// for Linear, [Cin, Cout/g, k...] for ConvTranspose).
-[[nodiscard]] inline numeric_result<weight_quant_result> arq_calibrate(
+[[nodiscard]] inline result<weight_quant_result> arq_calibrate(
     const tensor_ref& w, layer_type op, std::size_t groups, const arq_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (!valid_bits(s.bits)) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              w.name + ": bits must be in [2, 16], got " + std::to_string(s.bits));
+    return make_error(errc::invalid_argument,
+                      w.name + ": bits must be in [2, 16], got " + std::to_string(s.bits));
   }
   auto geo = output_channels(w.shape, op, groups, w.name);
   if (!geo)
@@ -61,13 +63,13 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   const channel_geometry& g = geo.value();
   weight_quant_result out;
   out.bits = s.bits;
-  const auto push = [&](float mx, float mn) -> numeric_status {
+  const auto push = [&](float mx, float mn) -> result<> {
     auto p = min_max_params(mx, mn, s.bits, false);
     if (!p)
       return p.error();
     out.scale.push_back(p.value().scale);
     out.offset.push_back(0);
-    return numeric_ok{};
+    return {};
   };
   if (!s.channel_wise) {
     auto all = checked_minmax(w.name, w.data, w.size(), k.minmax);
@@ -99,21 +101,21 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
 namespace detail {
 
 template <class Fn>
-numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer_type op,
-                                    std::size_t groups, const weight_quant_result& p,
-                                    std::string_view name, Fn&& fn) {
+result<> for_each_channel_run(const std::vector<std::size_t>& shape, layer_type op,
+                              std::size_t groups, const weight_quant_result& p,
+                              std::string_view name, Fn&& fn) {
   auto geo = output_channels(shape, op, groups, name);
   if (!geo)
     return geo.error();
   const channel_geometry& g = geo.value();
   if (p.scale.size() != 1 && p.scale.size() != g.channels) {
-    return make_numeric_error(numeric_errc::shape_mismatch,
-                              std::string(name) + ": " + std::to_string(p.scale.size()) +
-                                  " scales for " + std::to_string(g.channels) + " channels");
+    return make_error(errc::shape_mismatch, std::string(name) + ": " +
+                                                std::to_string(p.scale.size()) + " scales for " +
+                                                std::to_string(g.channels) + " channels");
   }
   if (p.offset.size() != p.scale.size()) {
-    return make_numeric_error(numeric_errc::shape_mismatch,
-                              std::string(name) + ": scale and offset lengths differ");
+    return make_error(errc::shape_mismatch,
+                      std::string(name) + ": scale and offset lengths differ");
   }
   const quant_grid grid = make_grid(p.bits);
   for (std::size_t o = 0; o < g.channels; ++o) {
@@ -123,14 +125,14 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
     for (std::size_t r = 0; r < g.segments_per_channel; ++r)
       fn(g.offset(o, r), g.segment, qz);
   }
-  return numeric_ok{};
+  return {};
 }
 
 }  // namespace detail
 
 /// Fake-quantizes a weight in place (native layout): W <- clamp(round(W/s), qmin, qmax) * s per
 /// output channel. ConvTranspose weights are fake-quantized too (spec §5.3 [D]).
-[[nodiscard]] inline numeric_status arq_fake_quantize(
+[[nodiscard]] inline result<> arq_fake_quantize(
     float* w, const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
     const weight_quant_result& p, const kernels::kernel_set& k = kernels::default_kernels()) {
   return detail::for_each_channel_run(
@@ -141,13 +143,12 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 }
 
 /// Integer weights (native layout) into a caller buffer of w.size() elements.
-[[nodiscard]] inline numeric_status arq_quantize_int8(
+[[nodiscard]] inline result<> arq_quantize_int8(
     const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int8_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
   if (p.bits > 8) {
-    return make_numeric_error(
-        numeric_errc::invalid_argument,
-        w.name + ": int8 output for a " + std::to_string(p.bits) + "-bit quantizer");
+    return make_error(errc::invalid_argument,
+                      w.name + ": int8 output for a " + std::to_string(p.bits) + "-bit quantizer");
   }
   return detail::for_each_channel_run(
       w.shape, op, groups, p, w.name,
@@ -156,7 +157,7 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
       });
 }
 
-[[nodiscard]] inline numeric_status arq_quantize_int16(
+[[nodiscard]] inline result<> arq_quantize_int16(
     const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int16_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
   return detail::for_each_channel_run(
@@ -169,11 +170,12 @@ numeric_status for_each_channel_run(const std::vector<std::size_t>& shape, layer
 /// The ARQ weight policy (compile-time form).
 struct arq {
   using settings = arq_settings;
-  [[nodiscard]] static numeric_result<weight_quant_result> calibrate(
+  [[nodiscard]] static result<weight_quant_result> calibrate(
       const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return arq_calibrate(w, op, groups, s, k);
   }
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -12,6 +12,7 @@
 #include "ptq/core/error.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// An eval-mode BatchNorm that follows a convolution (PyTorch names).
 struct batch_norm_params {
@@ -32,22 +33,20 @@ struct fused_conv {
 /// an empty `bias` means no bias). Errors: lengths that do not match. The result may hold inf or
 /// NaN (a zero variance with eps 0, say); `is_finite(fused_conv)` tells, and the toolkit then
 /// skips the fusion.
-[[nodiscard]] inline numeric_result<fused_conv> fuse_conv_bn(const std::vector<float>& weight,
-                                                             const std::vector<float>& bias,
-                                                             std::size_t cout,
-                                                             const batch_norm_params& bn,
-                                                             const std::string& name = "conv") {
+[[nodiscard]] inline result<fused_conv> fuse_conv_bn(const std::vector<float>& weight,
+                                                     const std::vector<float>& bias,
+                                                     std::size_t cout, const batch_norm_params& bn,
+                                                     const std::string& name = "conv") {
   if (cout == 0 || weight.empty() || weight.size() % cout != 0) {
-    return numeric_error{numeric_errc::shape_mismatch,
-                         name + ": weight of " + std::to_string(weight.size()) +
-                             " values does not split into " + std::to_string(cout) +
-                             " output channels"};
+    return make_error(errc::shape_mismatch, name + ": weight of " + std::to_string(weight.size()) +
+                                                " values does not split into " +
+                                                std::to_string(cout) + " output channels");
   }
   if (bn.weight.size() != cout || bn.bias.size() != cout || bn.running_mean.size() != cout ||
       bn.running_var.size() != cout || (!bias.empty() && bias.size() != cout)) {
-    return numeric_error{numeric_errc::shape_mismatch,
-                         name + ": BatchNorm parameters and bias need " + std::to_string(cout) +
-                             " values each (one per output channel)"};
+    return make_error(errc::shape_mismatch, name + ": BatchNorm parameters and bias need " +
+                                                std::to_string(cout) +
+                                                " values each (one per output channel)");
   }
   const std::size_t per = weight.size() / cout;
   fused_conv out;
@@ -77,4 +76,5 @@ struct fused_conv {
   return true;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -9,9 +9,11 @@
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/hfmg.hpp"
 #include "ptq/algorithms/ifmr.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Runtime description of an activation calibration.
 struct activation_settings {
@@ -28,14 +30,14 @@ class activation_observer {
                                const std::string& name = "activation")
       : obs_(make(s, k, name)) {}
 
-  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+  [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     return std::visit([&](auto& o) { return o.observe(x, n); }, obs_);
   }
   template <class C>
-  [[nodiscard]] numeric_status observe(const C& batch) {
+  [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
-  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+  [[nodiscard]] result<activation_quant_result> finalize() const {
     return std::visit([](const auto& o) { return o.finalize(); }, obs_);
   }
   [[nodiscard]] activation_algo algo() const noexcept {
@@ -63,7 +65,7 @@ struct weight_settings {
 
 /// Weight calibration by runtime algorithm: the quant params (scale_w / offset_w). For ADA these
 /// are the KL initial scales; the learned rounding needs data (`ada_round`).
-[[nodiscard]] inline numeric_result<weight_quant_result> calibrate_weights(
+[[nodiscard]] inline result<weight_quant_result> calibrate_weights(
     const weight_settings& s, const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (s.algo == weight_algo::ada)
@@ -71,4 +73,5 @@ struct weight_settings {
   return arq::calibrate(w, op, groups, s.arq, k);
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -14,6 +14,7 @@
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// DMQ settings (JSON `dmq_balancer_param`).
 struct dmq_settings {
@@ -26,14 +27,14 @@ struct dmq_settings {
 }
 
 /// Per input channel max|X| (axis 1 for convolutions, the last axis for Linear).
-[[nodiscard]] inline numeric_result<std::vector<float>> activation_channel_absmax(
+[[nodiscard]] inline result<std::vector<float>> activation_channel_absmax(
     const tensor_ref& x, layer_type op, const kernels::kernel_set& k = kernels::default_kernels()) {
   auto mm = checked_minmax(x.name, x.data, x.size(), k.minmax);
   if (!mm)
     return mm.error();
   if (dmq_channel_last(op)) {
     if (x.shape.empty()) {
-      return make_numeric_error(numeric_errc::shape_mismatch, x.name + ": a scalar activation");
+      return make_error(errc::shape_mismatch, x.name + ": a scalar activation");
     }
     const std::size_t cin = x.shape.back();
     const std::size_t rows = x.size() / cin;
@@ -48,8 +49,8 @@ struct dmq_settings {
     return a;
   }
   if (x.shape.size() < 2) {
-    return make_numeric_error(
-        numeric_errc::shape_mismatch,
+    return make_error(
+        errc::shape_mismatch,
         x.name + ": a convolution input needs shape [N, C, ...], got " + shape_string(x.shape));
   }
   const std::size_t n = x.shape[0], cin = x.shape[1];
@@ -65,7 +66,7 @@ struct dmq_settings {
 }
 
 /// Per input channel max|W| (weight in native layout; Cin-first view of spec §5.2).
-[[nodiscard]] inline numeric_result<std::vector<float>> weight_channel_absmax(
+[[nodiscard]] inline result<std::vector<float>> weight_channel_absmax(
     const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   auto geo = output_channels(w.shape, op, groups, w.name);  // validates rank, groups, emptiness
@@ -109,18 +110,18 @@ struct dmq_settings {
 }
 
 /// DMQ factors from per-channel absmax values (the toolkit's rule, §5.2 / §10.9).
-[[nodiscard]] inline numeric_result<std::vector<float>> dmq_factors_from_absmax(
-    const std::vector<float>& a, const std::vector<float>& w, const dmq_settings& s) {
+[[nodiscard]] inline result<std::vector<float>> dmq_factors_from_absmax(const std::vector<float>& a,
+                                                                        const std::vector<float>& w,
+                                                                        const dmq_settings& s) {
   const double alpha = s.migration_strength;
   if (!(alpha >= 0.2 && alpha <= 0.8)) {
-    return make_numeric_error(
-        numeric_errc::invalid_argument,
-        "migration_strength must be in [0.2, 0.8], got " + std::to_string(alpha));
+    return make_error(errc::invalid_argument,
+                      "migration_strength must be in [0.2, 0.8], got " + std::to_string(alpha));
   }
   if (a.size() != w.size()) {
-    return make_numeric_error(numeric_errc::shape_mismatch,
-                              "activation has " + std::to_string(a.size()) +
-                                  " input channels but the weight has " + std::to_string(w.size()));
+    return make_error(errc::shape_mismatch, "activation has " + std::to_string(a.size()) +
+                                                " input channels but the weight has " +
+                                                std::to_string(w.size()));
   }
   const std::size_t cin = a.size();
   const float eps = FLT_EPSILON;
@@ -163,21 +164,20 @@ struct dmq_settings {
   }
   for (std::size_t c = 0; c < cin; ++c) {
     if (!(f[c] >= eps && f[c] <= 1.0f / eps)) {
-      return make_numeric_error(numeric_errc::out_of_range,
-                                "tensor_balance_factor[" + std::to_string(c) +
-                                    "] = " + std::to_string(f[c]) +
-                                    " is outside [FLT_EPSILON, 1/FLT_EPSILON]");
+      return make_error(errc::out_of_range, "tensor_balance_factor[" + std::to_string(c) +
+                                                "] = " + std::to_string(f[c]) +
+                                                " is outside [FLT_EPSILON, 1/FLT_EPSILON]");
     }
   }
   return f;
 }
 
 /// DMQ factors (tensor_balance_factor, length Cin) of one layer.
-[[nodiscard]] inline numeric_result<std::vector<float>> dmq_factors(
+[[nodiscard]] inline result<std::vector<float>> dmq_factors(
     const tensor_ref& act, const tensor_ref& weight, layer_type op, std::size_t groups,
     const dmq_settings& s, const kernels::kernel_set& k = kernels::default_kernels()) {
   if (op == layer_type::avg_pool2d) {
-    return make_numeric_error(numeric_errc::invalid_argument, "DMQ does not support AvgPool2d");
+    return make_error(errc::invalid_argument, "DMQ does not support AvgPool2d");
   }
   auto a = activation_channel_absmax(act, op, k);
   if (!a)
@@ -189,10 +189,9 @@ struct dmq_settings {
 }
 
 /// W' = W · s along the input-channel axis (in place, native layout).
-[[nodiscard]] inline numeric_status dmq_apply_to_weight(float* w,
-                                                        const std::vector<std::size_t>& shape,
-                                                        layer_type op, std::size_t groups,
-                                                        const std::vector<float>& f) {
+[[nodiscard]] inline result<> dmq_apply_to_weight(float* w, const std::vector<std::size_t>& shape,
+                                                  layer_type op, std::size_t groups,
+                                                  const std::vector<float>& f) {
   auto geo = output_channels(shape, op, groups);
   if (!geo)
     return geo.error();
@@ -201,29 +200,29 @@ struct dmq_settings {
     n *= d;
   if (is_conv_transpose(op)) {
     if (f.size() != shape[0]) {
-      return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
+      return make_error(errc::shape_mismatch, "factor count != Cin");
     }
     const std::size_t row = n / shape[0];
     for (std::size_t c = 0; c < shape[0]; ++c) {
       for (std::size_t i = 0; i < row; ++i)
         w[c * row + i] *= f[c];
     }
-    return numeric_ok{};
+    return {};
   }
   if (op == layer_type::linear) {
     if (f.size() != shape[1]) {
-      return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
+      return make_error(errc::shape_mismatch, "factor count != Cin");
     }
     for (std::size_t o = 0; o < shape[0]; ++o) {
       for (std::size_t c = 0; c < shape[1]; ++c)
         w[o * shape[1] + c] *= f[c];
     }
-    return numeric_ok{};
+    return {};
   }
   const std::size_t cout = shape[0], cin_g = shape[1], ksz = n / (cout * cin_g);
   const std::size_t cout_g = cout / groups;
   if (f.size() != cin_g * groups) {
-    return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
+    return make_error(errc::shape_mismatch, "factor count != Cin");
   }
   for (std::size_t o = 0; o < cout; ++o) {
     const std::size_t gi = o / cout_g;
@@ -234,28 +233,27 @@ struct dmq_settings {
         p[i] *= s;
     }
   }
-  return numeric_ok{};
+  return {};
 }
 
 /// X' = X / s along the activation's input-channel axis (in place).
-[[nodiscard]] inline numeric_status dmq_apply_to_activation(float* x,
-                                                            const std::vector<std::size_t>& shape,
-                                                            layer_type op,
-                                                            const std::vector<float>& f) {
+[[nodiscard]] inline result<> dmq_apply_to_activation(float* x,
+                                                      const std::vector<std::size_t>& shape,
+                                                      layer_type op, const std::vector<float>& f) {
   std::size_t n = 1;
   for (auto d : shape)
     n *= d;
   if (dmq_channel_last(op)) {
     if (shape.empty() || shape.back() != f.size()) {
-      return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
+      return make_error(errc::shape_mismatch, "factor count != Cin");
     }
     const std::size_t cin = f.size();
     for (std::size_t i = 0; i < n; ++i)
       x[i] /= f[i % cin];
-    return numeric_ok{};
+    return {};
   }
   if (shape.size() < 2 || shape[1] != f.size()) {
-    return make_numeric_error(numeric_errc::shape_mismatch, "factor count != Cin");
+    return make_error(errc::shape_mismatch, "factor count != Cin");
   }
   const std::size_t inner = n / (shape[0] * shape[1]);
   for (std::size_t b = 0; b < shape[0]; ++b) {
@@ -265,7 +263,8 @@ struct dmq_settings {
         p[i] /= f[c];
     }
   }
-  return numeric_ok{};
+  return {};
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -15,10 +15,12 @@
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// HFMG settings (JSON `activation_quant_params` of an hfmg layer).
 struct hfmg_settings {
@@ -146,7 +148,7 @@ struct hfmg_search {
   float clip_max = 0.0f;
 };
 
-[[nodiscard]] inline numeric_result<hfmg_search> hfmg_run(
+[[nodiscard]] inline result<hfmg_search> hfmg_run(
     const hfmg_histogram& h, int bits, bool asymmetric, unsigned threads = 1,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   hfmg_search out;
@@ -226,7 +228,7 @@ class hfmg_observer {
                          std::string name = "activation")
       : s_(s), k_(&k), name_(std::move(name)) {}
 
-  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+  [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     if (auto st = check_settings(); !st)
       return st;
     const std::string label = name_ + " batch " + std::to_string(batches_);
@@ -249,18 +251,18 @@ class hfmg_observer {
       h_ = std::move(fresh);
     }
     ++batches_;
-    return numeric_ok{};
+    return {};
   }
   template <class C>
-  [[nodiscard]] numeric_status observe(const C& batch) {
+  [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
 
-  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+  [[nodiscard]] result<activation_quant_result> finalize() const {
     if (auto st = check_settings(); !st)
       return st.error();
     if (batches_ == 0) {
-      return make_numeric_error(numeric_errc::no_data, name_ + ": HFMG finalize before observe");
+      return make_error(errc::no_data, name_ + ": HFMG finalize before observe");
     }
     auto r = hfmg_run(h_, s_.bits, s_.asymmetric, s_.threads, *k_);
     if (!r)
@@ -273,16 +275,15 @@ class hfmg_observer {
   [[nodiscard]] const hfmg_settings& settings() const noexcept { return s_; }
 
  private:
-  [[nodiscard]] numeric_status check_settings() const {
+  [[nodiscard]] result<> check_settings() const {
     if (!valid_bits(s_.bits)) {
-      return make_numeric_error(numeric_errc::invalid_argument,
-                                "HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
+      return make_error(errc::invalid_argument,
+                        "HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
     }
     if (s_.num_of_bins < 4) {
-      return make_numeric_error(numeric_errc::invalid_argument,
-                                "HFMG num_of_bins must be at least 4");
+      return make_error(errc::invalid_argument, "HFMG num_of_bins must be at least 4");
     }
-    return numeric_ok{};
+    return {};
   }
 
   hfmg_settings s_;
@@ -292,4 +293,5 @@ class hfmg_observer {
   std::size_t batches_ = 0;
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

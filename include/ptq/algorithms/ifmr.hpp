@@ -13,10 +13,12 @@
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// How many IFMR candidates, and which ratios.
 enum class candidate_rule {
@@ -48,11 +50,11 @@ inline constexpr std::size_t arange_lanes = 8;
 inline constexpr std::size_t arange_block = 16;
 
 /// The ratios r_0..r_{K-1} of the IFMR search.
-[[nodiscard]] inline numeric_result<std::vector<float>> ifmr_ratios(const ifmr_settings& s) {
+[[nodiscard]] inline result<std::vector<float>> ifmr_ratios(const ifmr_settings& s) {
   const double start = s.search_range_start, end = s.search_range_end, step = s.search_step;
   if (!(step > 0.0) || !(end > start) || !std::isfinite(start) || !std::isfinite(end)) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              "IFMR search range must have start < end and step > 0");
+    return make_error(errc::invalid_argument,
+                      "IFMR search range must have start < end and step > 0");
   }
   std::vector<float> r;
   if (s.candidates == candidate_rule::inclusive) {
@@ -65,7 +67,7 @@ inline constexpr std::size_t arange_block = 16;
   }
   const double kd = std::ceil((end - start) / step);
   if (!(kd >= 1.0) || kd > 1e7) {
-    return make_numeric_error(numeric_errc::invalid_argument, "IFMR candidate count out of range");
+    return make_error(errc::invalid_argument, "IFMR candidate count out of range");
   }
   const auto k = static_cast<std::size_t>(kd);
   r.resize(k);
@@ -92,7 +94,7 @@ inline constexpr std::size_t arange_block = 16;
 }
 
 /// The IFMR candidates (clip ranges and processed scales) for given start values.
-[[nodiscard]] inline numeric_result<std::vector<kernels::mse_candidate>> ifmr_candidates(
+[[nodiscard]] inline result<std::vector<kernels::mse_candidate>> ifmr_candidates(
     const ifmr_settings& s, float max0, float min0) {
   auto ratios = ifmr_ratios(s);
   if (!ratios)
@@ -152,19 +154,19 @@ struct ifmr_search {
   std::vector<double> losses;  ///< summed squared errors (divide by N for the MSE)
 };
 
-[[nodiscard]] inline numeric_result<ifmr_search> ifmr_run(
+[[nodiscard]] inline result<ifmr_search> ifmr_run(
     const float* x, std::size_t n, const ifmr_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (!valid_bits(s.bits)) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              "IFMR bits must be in [2, 16], got " + std::to_string(s.bits));
+    return make_error(errc::invalid_argument,
+                      "IFMR bits must be in [2, 16], got " + std::to_string(s.bits));
   }
   if (!(s.max_percentile > 0.0 && s.max_percentile <= 1.0) ||
       !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
-    return make_numeric_error(numeric_errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
+    return make_error(errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
   }
   if (n == 0)
-    return make_numeric_error(numeric_errc::no_data, "IFMR: no data observed");
+    return make_error(errc::no_data, "IFMR: no data observed");
   ifmr_search out;
   const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
   const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
@@ -201,24 +203,24 @@ class ifmr_observer {
       : s_(s), k_(&k), name_(std::move(name)) {}
 
   /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
-  [[nodiscard]] numeric_status observe(const float* x, std::size_t n) {
+  [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     const std::string label = name_ + " batch " + std::to_string(batches_);
     auto mm = checked_minmax(label, x, n, k_->minmax);
     if (!mm)
       return mm.error();
     data_.insert(data_.end(), x, x + n);
     ++batches_;
-    return numeric_ok{};
+    return {};
   }
   /// Adds one batch from an xtensor container or adaptor.
   template <class C>
-  [[nodiscard]] numeric_status observe(const C& batch) {
+  [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
 
-  [[nodiscard]] numeric_result<activation_quant_result> finalize() const {
+  [[nodiscard]] result<activation_quant_result> finalize() const {
     if (batches_ == 0) {
-      return make_numeric_error(numeric_errc::no_data, name_ + ": IFMR finalize before observe");
+      return make_error(errc::no_data, name_ + ": IFMR finalize before observe");
     }
     auto r = ifmr_run(data_.data(), data_.size(), s_, *k_);
     if (!r)
@@ -238,4 +240,5 @@ class ifmr_observer {
   std::size_t batches_ = 0;
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -7,7 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ptq/core/abi.hpp"
+
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// A sliding window over an image of `channels` x img_h x img_w: window position (oy, ox) of the
 /// out_h x out_w grid and kernel tap (ky, kx) read pixel (oy*stride_h - pad_h + ky*dilation_h,
@@ -130,4 +133,5 @@ inline void col2im(const window_geometry& g, const float* col, std::size_t ldcol
   }
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

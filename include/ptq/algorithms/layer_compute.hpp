@@ -18,6 +18,7 @@
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Forward and weight gradient of one layer. Workspaces live in the object and are reused, so
 /// after the first call of a given minibatch size no call allocates. Not for concurrent use:
@@ -35,7 +36,7 @@ class layer_compute {
   }
 
   /// Whether the geometry is valid (validate_geometry); forward / weight_grad return it if not.
-  [[nodiscard]] const numeric_status& status() const noexcept { return status_; }
+  [[nodiscard]] const result<>& status() const noexcept { return status_; }
   [[nodiscard]] const layer_geometry& geometry() const noexcept { return g_; }
   [[nodiscard]] std::size_t out_h() const noexcept { return oh_; }
   [[nodiscard]] std::size_t out_w() const noexcept { return ow_; }
@@ -47,8 +48,8 @@ class layer_compute {
 
   /// y[n, output_size()] = layer(x[n, input_size()]) with weight w (PyTorch layout) and bias
   /// (out_channels values, or nullptr). y must not overlap x, w or bias.
-  [[nodiscard]] numeric_status forward(const float* x, std::size_t n, const float* w,
-                                       const float* bias, float* y) {
+  [[nodiscard]] result<> forward(const float* x, std::size_t n, const float* w, const float* bias,
+                                 float* y) {
     if (!status_.ok())
       return status_;
     tasks_.clear();
@@ -63,13 +64,12 @@ class layer_compute {
         forward_conv_transpose(x, n, w, bias, y);
         break;
     }
-    return numeric_ok{};
+    return {};
   }
 
   /// dw[weight_size()] = d(sum dy·y)/dw over the n samples, for y = forward(x) (the bias does not
   /// matter). dw is overwritten; it must not overlap x or dy.
-  [[nodiscard]] numeric_status weight_grad(const float* x, std::size_t n, const float* dy,
-                                           float* dw) {
+  [[nodiscard]] result<> weight_grad(const float* x, std::size_t n, const float* dy, float* dw) {
     if (!status_.ok())
       return status_;
     tasks_.clear();
@@ -84,7 +84,7 @@ class layer_compute {
         weight_grad_conv_transpose(x, n, dy, dw);
         break;
     }
-    return numeric_ok{};
+    return {};
   }
 
  private:
@@ -398,7 +398,7 @@ class layer_compute {
   }
 
   layer_geometry g_;
-  numeric_status status_;
+  result<> status_;
   kernels::kernel_set k_;
   unsigned threads_ = 1;
   std::size_t oh_ = 0;
@@ -410,4 +410,5 @@ class layer_compute {
   std::vector<float> cat_;  // samples side by side
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -12,6 +12,7 @@
 #include "ptq/core/layer_type.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// A layer's shape. Linear uses in_channels and out_channels only (in_features, out_features);
 /// the other fields are ignored for it. The defaults are PyTorch's (a 1x1 kernel, stride 1).
@@ -100,36 +101,35 @@ namespace detail {
 /// Checks a geometry as PyTorch does: a supported type, positive sizes, groups dividing both
 /// channel counts, output_padding smaller than the stride or the dilation (ConvTranspose2d only)
 /// and a positive output size.
-[[nodiscard]] inline numeric_status validate_geometry(const layer_geometry& g) {
+[[nodiscard]] inline result<> validate_geometry(const layer_geometry& g) {
   const std::string name(to_string(g.type));
-  const auto fail = [&name](numeric_errc code, const std::string& what) -> numeric_status {
-    return make_numeric_error(code, name + " geometry: " + what);
+  const auto fail = [&name](errc code, const std::string& what) -> result<> {
+    return make_error(code, name + " geometry: " + what);
   };
   if (!supports_ada_round(g.type))
-    return fail(numeric_errc::invalid_argument, "only Linear, Conv2d and ConvTranspose2d");
+    return fail(errc::invalid_argument, "only Linear, Conv2d and ConvTranspose2d");
   if (g.in_channels == 0 || g.out_channels == 0) {
-    return fail(numeric_errc::invalid_argument,
-                "in_channels (" + std::to_string(g.in_channels) + ") and out_channels (" +
-                    std::to_string(g.out_channels) + ") must be positive");
+    return fail(errc::invalid_argument, "in_channels (" + std::to_string(g.in_channels) +
+                                            ") and out_channels (" +
+                                            std::to_string(g.out_channels) + ") must be positive");
   }
   if (g.type == layer_type::linear)
-    return numeric_ok{};
+    return {};
   if (g.groups == 0)
-    return fail(numeric_errc::invalid_argument, "groups must be positive");
+    return fail(errc::invalid_argument, "groups must be positive");
   if (g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0) {
-    return fail(numeric_errc::shape_mismatch,
-                "groups (" + std::to_string(g.groups) + ") must divide in_channels (" +
-                    std::to_string(g.in_channels) + ") and out_channels (" +
-                    std::to_string(g.out_channels) + ")");
+    return fail(errc::shape_mismatch, "groups (" + std::to_string(g.groups) +
+                                          ") must divide in_channels (" +
+                                          std::to_string(g.in_channels) + ") and out_channels (" +
+                                          std::to_string(g.out_channels) + ")");
   }
   if (g.kernel_h == 0 || g.kernel_w == 0 || g.stride_h == 0 || g.stride_w == 0 ||
       g.dilation_h == 0 || g.dilation_w == 0) {
-    return fail(numeric_errc::invalid_argument,
-                "kernel size, stride and dilation must be positive");
+    return fail(errc::invalid_argument, "kernel size, stride and dilation must be positive");
   }
   if (g.in_h == 0 || g.in_w == 0) {
-    return fail(numeric_errc::invalid_argument, "input size " + std::to_string(g.in_h) + "x" +
-                                                    std::to_string(g.in_w) + " is empty");
+    return fail(errc::invalid_argument, "input size " + std::to_string(g.in_h) + "x" +
+                                            std::to_string(g.in_w) + " is empty");
   }
   // Keeps every index product far from overflow (and std::int64_t output extents exact).
   constexpr std::size_t limit = std::size_t{1} << 24;
@@ -137,30 +137,30 @@ namespace detail {
        {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dilation_h,
         g.dilation_w, g.in_h, g.in_w, g.output_padding_h, g.output_padding_w}) {
     if (v > limit)
-      return fail(numeric_errc::out_of_range, "a size exceeds 2^24");
+      return fail(errc::out_of_range, "a size exceeds 2^24");
   }
   if (g.type == layer_type::conv2d) {
     if (g.output_padding_h != 0 || g.output_padding_w != 0)
-      return fail(numeric_errc::invalid_argument, "output_padding is for ConvTranspose2d only");
+      return fail(errc::invalid_argument, "output_padding is for ConvTranspose2d only");
   } else {
     const bool bad_h = g.output_padding_h >= g.stride_h && g.output_padding_h >= g.dilation_h;
     const bool bad_w = g.output_padding_w >= g.stride_w && g.output_padding_w >= g.dilation_w;
     if (bad_h || bad_w) {
-      return fail(numeric_errc::invalid_argument,
-                  "output_padding (" + std::to_string(g.output_padding_h) + ", " +
-                      std::to_string(g.output_padding_w) +
-                      ") must be smaller than either stride or dilation");
+      return fail(errc::invalid_argument, "output_padding (" + std::to_string(g.output_padding_h) +
+                                              ", " + std::to_string(g.output_padding_w) +
+                                              ") must be smaller than either stride or dilation");
     }
   }
   const std::int64_t oh = detail::output_extent(g, true), ow = detail::output_extent(g, false);
   if (oh <= 0 || ow <= 0) {
-    return fail(numeric_errc::shape_mismatch,
-                "output size " + std::to_string(oh) + "x" + std::to_string(ow) +
-                    " is not positive (input " + std::to_string(g.in_h) + "x" +
-                    std::to_string(g.in_w) + ", kernel " + std::to_string(g.kernel_h) + "x" +
-                    std::to_string(g.kernel_w) + ")");
+    return fail(errc::shape_mismatch, "output size " + std::to_string(oh) + "x" +
+                                          std::to_string(ow) + " is not positive (input " +
+                                          std::to_string(g.in_h) + "x" + std::to_string(g.in_w) +
+                                          ", kernel " + std::to_string(g.kernel_h) + "x" +
+                                          std::to_string(g.kernel_w) + ")");
   }
-  return numeric_ok{};
+  return {};
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

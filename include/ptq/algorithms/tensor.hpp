@@ -19,6 +19,7 @@
 #include "ptq/kernels/minmax.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 [[nodiscard]] constexpr bool is_conv_transpose(layer_type op) noexcept {
   return op == layer_type::conv_transpose1d || op == layer_type::conv_transpose2d;
@@ -78,21 +79,20 @@ template <class C>
 }
 
 /// Error for the first NaN/Inf of a range, naming the tensor and the flat index.
-[[nodiscard]] inline numeric_error non_finite_error(std::string_view name, const float* x,
-                                                    std::size_t index) {
+[[nodiscard]] inline error non_finite_error(std::string_view name, const float* x,
+                                            std::size_t index) {
   const float v = x[index];
   const char* what = v != v ? "NaN" : (v > 0 ? "+Inf" : "-Inf");
-  return make_numeric_error(
-      numeric_errc::non_finite,
-      std::string(name) + ": " + what + " at flat index " + std::to_string(index));
+  return make_error(errc::non_finite,
+                    std::string(name) + ": " + what + " at flat index " + std::to_string(index));
 }
 
 /// Checks a tensor is not empty and finite; returns its min/max.
-[[nodiscard]] inline numeric_result<kernels::minmax_result> checked_minmax(
+[[nodiscard]] inline result<kernels::minmax_result> checked_minmax(
     std::string_view name, const float* x, std::size_t n,
     kernels::minmax_result (*minmax)(const float*, std::size_t) noexcept) {
   if (n == 0) {
-    return make_numeric_error(numeric_errc::empty_tensor, std::string(name) + ": empty tensor");
+    return make_error(errc::empty_tensor, std::string(name) + ": empty tensor");
   }
   const kernels::minmax_result r = minmax(x, n);
   if (r.first_bad != n)
@@ -125,49 +125,48 @@ struct channel_geometry {
 };
 
 /// The output-channel geometry of a weight of layer kind `op` with `groups`.
-[[nodiscard]] inline numeric_result<channel_geometry> output_channels(
-    const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
-    std::string_view name = "weight") {
+[[nodiscard]] inline result<channel_geometry> output_channels(const std::vector<std::size_t>& shape,
+                                                              layer_type op, std::size_t groups,
+                                                              std::string_view name = "weight") {
   const std::size_t rank = weight_rank(op);
   if (rank == 0) {
-    return make_numeric_error(
-        numeric_errc::invalid_argument,
+    return make_error(
+        errc::invalid_argument,
         std::string(name) + ": " + std::string(to_string(op)) + " has no weight to quantize");
   }
   if (shape.size() != rank) {
-    return make_numeric_error(numeric_errc::shape_mismatch,
-                              std::string(name) + ": a " + std::string(to_string(op)) +
-                                  " weight has rank " + std::to_string(rank) + ", got shape " +
-                                  shape_string(shape));
+    return make_error(errc::shape_mismatch, std::string(name) + ": a " +
+                                                std::string(to_string(op)) + " weight has rank " +
+                                                std::to_string(rank) + ", got shape " +
+                                                shape_string(shape));
   }
   if (groups == 0 || (op == layer_type::linear && groups != 1)) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              std::string(name) + ": invalid groups " + std::to_string(groups));
+    return make_error(errc::invalid_argument,
+                      std::string(name) + ": invalid groups " + std::to_string(groups));
   }
   std::size_t n = 1;
   for (auto d : shape)
     n *= d;
   if (n == 0) {
-    return make_numeric_error(
-        numeric_errc::empty_tensor,
-        std::string(name) + ": empty tensor (shape " + shape_string(shape) + ")");
+    return make_error(errc::empty_tensor,
+                      std::string(name) + ": empty tensor (shape " + shape_string(shape) + ")");
   }
   channel_geometry g;
   g.groups = groups;
   if (!is_conv_transpose(op)) {
     if (shape[0] % groups != 0) {
-      return make_numeric_error(numeric_errc::shape_mismatch,
-                                std::string(name) + ": Cout " + std::to_string(shape[0]) +
-                                    " is not divisible by groups " + std::to_string(groups));
+      return make_error(errc::shape_mismatch,
+                        std::string(name) + ": Cout " + std::to_string(shape[0]) +
+                            " is not divisible by groups " + std::to_string(groups));
     }
     g.channels = shape[0];
     g.segment = n / shape[0];
     return g;
   }
   if (shape[0] % groups != 0) {
-    return make_numeric_error(numeric_errc::shape_mismatch,
-                              std::string(name) + ": Cin " + std::to_string(shape[0]) +
-                                  " is not divisible by groups " + std::to_string(groups));
+    return make_error(errc::shape_mismatch,
+                      std::string(name) + ": Cin " + std::to_string(shape[0]) +
+                          " is not divisible by groups " + std::to_string(groups));
   }
   g.transposed = true;
   g.cin = shape[0];
@@ -198,4 +197,5 @@ struct channel_geometry {
   return swapped;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

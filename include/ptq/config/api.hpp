@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,16 +12,10 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/parser.hpp"
 #include "ptq/config/resolve.hpp"
-
-#if !defined(PTQ_EXCEPTIONS)
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-#define PTQ_EXCEPTIONS 1
-#else
-#define PTQ_EXCEPTIONS 0
-#endif
-#endif
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Reads a whole file into `out`; false when it cannot be opened or read.
 [[nodiscard]] inline bool read_text_file(const std::string& path, std::string& out) {
@@ -38,26 +31,7 @@ namespace ptq {
 }
 
 #if PTQ_EXCEPTIONS
-/// Thrown by the convenience API: `what()` is the rendered diagnostics, `diagnostics()` the
-/// structured ones.
-class config_error : public std::runtime_error {
- public:
-  config_error(std::vector<diagnostic> diags, const std::string& rendered)
-      : std::runtime_error(rendered), diags_(std::move(diags)) {}
-  [[nodiscard]] const std::vector<diagnostic>& diagnostics() const noexcept { return diags_; }
-  [[nodiscard]] diag_code code() const noexcept {
-    for (const auto& d : diags_) {
-      if (is_error(d))
-        return d.code;
-    }
-    return diag_code{};
-  }
-
- private:
-  std::vector<diagnostic> diags_;
-};
-
-/// Parses and checks a simple config; throws `config_error` on any error. Warnings are dropped;
+/// Parses and checks a simple config; throws `ptq::exception` on any error. Warnings are dropped;
 /// use `try_parse_config` to see them.
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config(std::string_view text,
@@ -65,22 +39,22 @@ template <class Float = float>
                                                     parse_options options = {}) {
   auto r = try_parse_config<Float>(text, options);
   if (!r)
-    throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), text, path));
+    throw exception(r.diagnostics(), format_diagnostics(r.diagnostics(), text, path));
   return std::move(r).value();
 }
 
-/// Reads, parses and checks a config file; throws `config_error`.
+/// Reads, parses and checks a config file; throws `ptq::exception`.
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config_file(const std::string& path,
                                                          parse_options options = {}) {
   std::string text;
   if (!read_text_file(path, text)) {
-    throw config_error({}, path + ": error: cannot read the file");
+    throw exception(make_error(errc::file_open_failed, path + ": cannot read the file"));
   }
   return parse_config<Float>(text, path, options);
 }
 
-/// Resolves per layer; throws `config_error` (rendered against `source` if given).
+/// Resolves per layer; throws `ptq::exception` (rendered against `source` if given).
 template <class Float>
 [[nodiscard]] basic_resolved_config<Float> resolve(const basic_amct_config<Float>& config,
                                                    const std::vector<layer_info>& layers,
@@ -89,9 +63,10 @@ template <class Float>
                                                    std::string_view path = {}) {
   auto r = resolve_config(config, layers, options);
   if (!r)
-    throw config_error(r.diagnostics(), format_diagnostics(r.diagnostics(), source, path));
+    throw exception(r.diagnostics(), format_diagnostics(r.diagnostics(), source, path));
   return std::move(r).value();
 }
 #endif
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,9 +16,11 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/config/validate.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/detail/float_format.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 namespace detail {
 /// A float32 config value as the toolkit writes it: its shortest decimal as a Python float.
@@ -161,38 +162,37 @@ class quant_json_reader {
 
   bool read(const nlohmann::ordered_json& j, basic_resolved_config<Float>& c) {
     if (!j.is_object())
-      return fail(diag_code::json_wrong_type, "the config must be a JSON object", "");
+      return fail(errc::json_wrong_type, "the config must be a JSON object", "");
     bool any_enabled = false;
     bool ok = true;
     for (const auto& [key, v] : j.items()) {
       if (key == "version") {
-        ok &=
-            uint_in(v, key, c.version) &&
-            (c.version == 1 || fail(diag_code::json_value_out_of_range, "version must be 1", key));
+        ok &= uint_in(v, key, c.version) &&
+              (c.version == 1 || fail(errc::json_value_out_of_range, "version must be 1", key));
       } else if (key == "batch_num") {
         ok &= uint_in(v, key, c.batch_num) &&
               (c.batch_num > 0 ||
-               fail(diag_code::json_value_out_of_range, "batch_num must be greater than 0", key));
+               fail(errc::json_value_out_of_range, "batch_num must be greater than 0", key));
       } else if (key == "activation_offset") {
         ok &= bool_in(v, key, c.activation_offset);
       } else if (key == "do_fusion") {
         ok &= bool_in(v, key, c.do_fusion);
       } else if (key == "fakequant_precision_mode") {
         if (!v.is_string()) {
-          ok = fail(diag_code::json_wrong_type, "must be a string", key);
+          ok = fail(errc::json_wrong_type, "must be a string", key);
         } else if (v.template get<std::string>() == "FORCE_FP16_QUANT") {
           c.fakequant_precision_mode = fakequant_precision_mode::force_fp16_quant;
         } else if (v.template get<std::string>() != "DEFAULT") {
-          ok = fail(diag_code::fakequant_mode_invalid,
-                    "must be \"DEFAULT\" or \"FORCE_FP16_QUANT\"", key);
+          ok = fail(errc::fakequant_mode_invalid, "must be \"DEFAULT\" or \"FORCE_FP16_QUANT\"",
+                    key);
         }
       } else if (key == "skip_fusion_layers") {
         if (!v.is_array()) {
-          ok = fail(diag_code::json_wrong_type, "must be a list of layer names", key);
+          ok = fail(errc::json_wrong_type, "must be a list of layer names", key);
         } else {
           for (const auto& n : v) {
             if (!n.is_string()) {
-              ok = fail(diag_code::json_wrong_type, "must be a list of layer names", key);
+              ok = fail(errc::json_wrong_type, "must be a list of layer names", key);
               break;
             }
             c.skip_fusion_layers.push_back(n.template get<std::string>());
@@ -210,7 +210,7 @@ class quant_json_reader {
       }
     }
     if (ok && !any_enabled) {
-      ok = fail(diag_code::nothing_to_quantize, "no layer has quant_enable: true", "");
+      ok = fail(errc::nothing_to_quantize, "no layer has quant_enable: true", "");
     }
     std::sort(c.layers.begin(), c.layers.end(),
               [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -218,7 +218,7 @@ class quant_json_reader {
   }
 
  private:
-  bool fail(diag_code code, std::string message, std::string_view path) {
+  bool fail(errc code, std::string message, std::string_view path) {
     std::string text = path.empty() ? message : "'" + std::string(path) + "': " + message;
     diags_.push_back({code, severity::error, std::move(text), {}, {}});
     return false;
@@ -226,43 +226,43 @@ class quant_json_reader {
   bool uint_in(const nlohmann::ordered_json& v, const std::string& path, std::uint32_t& out) {
     if (!v.is_number_integer() || v.template get<long long>() < 0 ||
         v.template get<long long>() > 0xFFFFFFFFLL) {
-      return fail(diag_code::json_wrong_type, "must be a non-negative integer", path);
+      return fail(errc::json_wrong_type, "must be a non-negative integer", path);
     }
     out = static_cast<std::uint32_t>(v.template get<long long>());
     return true;
   }
   bool bool_in(const nlohmann::ordered_json& v, const std::string& path, bool& out) {
     if (!v.is_boolean())
-      return fail(diag_code::json_wrong_type, "must be true or false", path);
+      return fail(errc::json_wrong_type, "must be true or false", path);
     out = v.template get<bool>();
     return true;
   }
   bool float_in(const nlohmann::ordered_json& v, const std::string& path, Float& out) {
     if (!v.is_number() || v.is_boolean()) {
-      return fail(diag_code::json_wrong_type, "must be a number", path);
+      return fail(errc::json_wrong_type, "must be a number", path);
     }
     const double d = v.template get<double>();
     if (!std::isfinite(d) || !std::isfinite(static_cast<Float>(d))) {
-      return fail(diag_code::json_value_out_of_range, "must be a finite number", path);
+      return fail(errc::json_value_out_of_range, "must be a finite number", path);
     }
     out = static_cast<Float>(d);
     return true;
   }
   bool pair_in(const nlohmann::ordered_json& v, const std::string& path, Float& a, Float& b) {
     if (!v.is_array() || v.size() != 2) {
-      return fail(diag_code::json_wrong_type, "must be a list of 2 numbers", path);
+      return fail(errc::json_wrong_type, "must be a list of 2 numbers", path);
     }
     return float_in(v[0], path, a) && float_in(v[1], path, b);
   }
   bool range(bool cond, const std::string& message, const std::string& path) {
-    return cond || fail(diag_code::json_value_out_of_range, message, path);
+    return cond || fail(errc::json_value_out_of_range, message, path);
   }
 
   bool read_layer(const nlohmann::ordered_json& j, const std::string& name,
                   basic_resolved_layer<Float>& l) {
     if (!j.is_object())
-      return fail(diag_code::json_unknown_key,
-                  "unknown global key (a layer entry must be an object)", name);
+      return fail(errc::json_unknown_key, "unknown global key (a layer entry must be an object)",
+                  name);
     bool ok = true;
     bool has_act = false;
     for (const auto& [key, v] : j.items()) {
@@ -285,18 +285,18 @@ class quant_json_reader {
         l.weight.emplace();
         ok &= read_weight(v, path, *l.weight);
       } else {
-        ok = fail(diag_code::json_unknown_key, "unknown key", path);
+        ok = fail(errc::json_unknown_key, "unknown key", path);
       }
     }
     if (!has_act)
-      ok = fail(diag_code::json_missing_key, "missing activation_quant_params", name);
+      ok = fail(errc::json_missing_key, "missing activation_quant_params", name);
     return ok;
   }
 
   bool read_activation(const nlohmann::ordered_json& j, const std::string& path,
                        basic_activation_params<Float>& a) {
     if (!j.is_object())
-      return fail(diag_code::json_wrong_type, "must be an object", path);
+      return fail(errc::json_wrong_type, "must be an object", path);
     bool ok = true;
     bool ifmr_keys = false;
     bool hfmg_keys = false;
@@ -314,7 +314,7 @@ class quant_json_reader {
         } else if (v == "hfmg") {
           a.algo = activation_algo::hfmg;
         } else {
-          ok = fail(diag_code::json_value_out_of_range, "must be \"ifmr\" or \"hfmg\"", p);
+          ok = fail(errc::json_value_out_of_range, "must be \"ifmr\" or \"hfmg\"", p);
         }
       } else if (key == "asymmetric") {
         ok &= bool_in(v, p, a.asymmetric);
@@ -341,22 +341,21 @@ class quant_json_reader {
                         a.num_of_bins == 8192,
                     "must be 1024, 2048, 4096 or 8192", p);
       } else {
-        ok = fail(diag_code::json_unknown_key, "unknown key", p);
+        ok = fail(errc::json_unknown_key, "unknown key", p);
       }
     }
     if (!has_algo)
       a.algo = hfmg_keys ? activation_algo::hfmg : activation_algo::ifmr;
     if (ifmr_keys && hfmg_keys)
-      ok = fail(diag_code::json_value_out_of_range, "IFMR and HFMG keys are mixed", path);
+      ok = fail(errc::json_value_out_of_range, "IFMR and HFMG keys are mixed", path);
     if (ok && ((a.algo == activation_algo::ifmr && hfmg_keys) ||
                (a.algo == activation_algo::hfmg && ifmr_keys))) {
-      ok = fail(diag_code::json_value_out_of_range,
+      ok = fail(errc::json_value_out_of_range,
                 "keys do not belong to act_algo " + std::string(to_string(a.algo)), path);
     }
     if (ok && a.algo == activation_algo::ifmr &&
         !step_fits_range(a.search_range_start, a.search_range_end, a.search_step)) {
-      ok = fail(diag_code::json_value_out_of_range, "search_step is larger than the search range",
-                path);
+      ok = fail(errc::json_value_out_of_range, "search_step is larger than the search range", path);
     }
     return ok;
   }
@@ -364,7 +363,7 @@ class quant_json_reader {
   bool read_weight(const nlohmann::ordered_json& j, const std::string& path,
                    basic_weight_params<Float>& w) {
     if (!j.is_object())
-      return fail(diag_code::json_wrong_type, "must be an object", path);
+      return fail(errc::json_wrong_type, "must be an object", path);
     bool ok = true;
     std::vector<std::string> ada_keys;
     bool has_cw = false;
@@ -380,8 +379,8 @@ class quant_json_reader {
         } else if (v == "ada_quantize") {
           w.algo = weight_algo::ada;
         } else {
-          ok = fail(diag_code::json_value_out_of_range,
-                    "must be \"arq_quantize\" or \"ada_quantize\"", p);
+          ok = fail(errc::json_value_out_of_range, "must be \"arq_quantize\" or \"ada_quantize\"",
+                    p);
         }
       } else if (key == "channel_wise") {
         has_cw = true;
@@ -402,13 +401,13 @@ class quant_json_reader {
                         v[1].template get<double>() > 0,
                     "needs start > end > 0", p);
       } else {
-        ok = fail(diag_code::json_unknown_key, "unknown key", p);
+        ok = fail(errc::json_unknown_key, "unknown key", p);
       }
     }
     if (!has_cw)
-      ok = fail(diag_code::json_missing_key, "missing channel_wise", path);
+      ok = fail(errc::json_missing_key, "missing channel_wise", path);
     if (w.algo == weight_algo::arq && !ada_keys.empty()) {
-      ok = fail(diag_code::json_unknown_key,
+      ok = fail(errc::json_unknown_key,
                 "'" + ada_keys.front() + "' does not belong to arq_quantize", path);
     }
     return ok;
@@ -476,7 +475,7 @@ template <class Float = float>
         ++at.column;
       }
     }
-    diags.push_back({diag_code::json_invalid,
+    diags.push_back({errc::json_invalid,
                      severity::error,
                      "malformed JSON: " + handler.what,
                      {at, {at.line, at.column + 1}},
@@ -484,7 +483,7 @@ template <class Float = float>
     return result<basic_resolved_config<Float>>(std::move(diags));
   }
   if (!duplicate.empty()) {
-    diags.push_back({diag_code::json_invalid,
+    diags.push_back({errc::json_invalid,
                      severity::error,
                      "key '" + duplicate + "' appears twice in one object",
                      {},
@@ -504,7 +503,7 @@ template <class Float = float>
   using R = result<std::vector<layer_info>>;
   auto fail = [](std::string message) {
     return R(std::vector<diagnostic>{
-        {diag_code::bad_layer_list, severity::error, std::move(message), {}, {}}});
+        {errc::bad_layer_list, severity::error, std::move(message), {}, {}}});
   };
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded())
@@ -566,16 +565,17 @@ template <class Float = float>
   return R(std::move(out));
 }
 
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-/// nlohmann `from_json`: reads a detailed config object; throws `std::invalid_argument` with
+#if PTQ_EXCEPTIONS
+/// nlohmann `from_json`: reads a detailed config object; throws `ptq::exception` with
 /// the rendered errors when it breaks the rules.
 template <class Float>
 void from_json(const nlohmann::ordered_json& j, basic_resolved_config<Float>& c) {
   auto r = try_read_quant_config<Float>(j.dump());
   if (!r)
-    throw std::invalid_argument(format_diagnostics(r.diagnostics(), {}, "quant config"));
+    throw exception(r.diagnostics(), format_diagnostics(r.diagnostics(), {}, "quant config"));
   c = std::move(r).value();
 }
 #endif
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

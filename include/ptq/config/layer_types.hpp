@@ -5,9 +5,11 @@
 #include <array>
 #include <string_view>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/core/layer_type.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Every type name the toolkit accepts in `skip_layer_types` and `override_layer_types`
 /// (QUANTIZABLE_TYPES). GRU and LSTM are valid there although ptq does not calibrate them.
@@ -23,4 +25,5 @@ inline constexpr std::array<std::string_view, 9> quantizable_type_names{
   return false;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

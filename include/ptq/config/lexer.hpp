@@ -8,8 +8,10 @@
 #include <string_view>
 
 #include "ptq/config/diagnostics.hpp"
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Size limits that keep hostile input from exhausting memory or the stack.
 struct text_limits {
@@ -115,7 +117,7 @@ class lexer {
       out.kind = token_kind::punct;
     } else {
       advance_code_point();
-      error_ = {diag_code::unexpected_character,
+      error_ = {errc::unexpected_character,
                 severity::error,
                 "unexpected character '" + std::string(text_.substr(begin, i_ - begin)) + "'",
                 {start, pos_},
@@ -160,7 +162,7 @@ class lexer {
     }
   }
 
-  bool fail(diag_code code, std::string message, source_region where) {
+  bool fail(errc code, std::string message, source_region where) {
     error_ = {code, severity::error, std::move(message), where, {}};
     return false;
   }
@@ -174,7 +176,7 @@ class lexer {
     bool spans_lines = false;
     while (true) {
       if (i_ >= text_.size()) {
-        return fail(diag_code::unterminated_string, "string literal is not closed",
+        return fail(errc::unterminated_string, "string literal is not closed",
                     {start, {start.line, start.column + 1}});
       }
       const char c = text_[i_];
@@ -197,7 +199,7 @@ class lexer {
       }
       if (value.size() > limits_.max_string_bytes) {
         return fail(
-            diag_code::string_too_long,
+            errc::string_too_long,
             "string literal is longer than " + std::to_string(limits_.max_string_bytes) + " bytes",
             {start, {start.line, start.column + 1}});
       }
@@ -251,7 +253,7 @@ class lexer {
         advance();
       }
       if (v > 0xFF)
-        return fail(diag_code::bad_escape, "octal escape is larger than \\377", {esc, pos_});
+        return fail(errc::bad_escape, "octal escape is larger than \\377", {esc, pos_});
       value += static_cast<char>(v);
       return true;
     }
@@ -265,7 +267,7 @@ class lexer {
         ++digits;
       }
       if (digits == 0)
-        return fail(diag_code::bad_escape, "\\x needs a hex digit", {esc, pos_});
+        return fail(errc::bad_escape, "\\x needs a hex digit", {esc, pos_});
       value += static_cast<char>(v);
       return true;
     }
@@ -275,7 +277,7 @@ class lexer {
       std::uint32_t cp = 0;
       for (int k = 0; k < need; ++k) {
         if (i_ >= text_.size() || detail::hex_value(text_[i_]) < 0) {
-          return fail(diag_code::bad_escape,
+          return fail(errc::bad_escape,
                       std::string("\\") + c + " needs " + std::to_string(need) + " hex digits",
                       {esc, pos_});
         }
@@ -283,13 +285,13 @@ class lexer {
         advance();
       }
       if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        return fail(diag_code::bad_escape, "escape is not a valid Unicode code point", {esc, pos_});
+        return fail(errc::bad_escape, "escape is not a valid Unicode code point", {esc, pos_});
       }
       detail::append_utf8(value, cp);
       return true;
     }
     advance_code_point();
-    return fail(diag_code::bad_escape, "unknown escape sequence '\\" + std::string(1, c) + "'",
+    return fail(errc::bad_escape, "unknown escape sequence '\\" + std::string(1, c) + "'",
                 {esc, pos_});
   }
 
@@ -300,4 +302,5 @@ class lexer {
   diagnostic error_;
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

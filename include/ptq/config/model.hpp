@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "ptq/config/diagnostics.hpp"
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// An optional scalar field and where it was last set.
 template <class T>
@@ -229,4 +231,5 @@ inline constexpr std::uint32_t num_of_bins = 4096;
 inline constexpr double migration_strength = 0.5;
 }  // namespace defaults
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

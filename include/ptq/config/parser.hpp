@@ -18,8 +18,10 @@
 #include "ptq/config/model.hpp"
 #include "ptq/config/text_tree.hpp"
 #include "ptq/config/validate.hpp"
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Options of `try_parse_config`.
 struct parse_options {
@@ -136,46 +138,43 @@ class text_binder {
   // protected members of a dependent base); the class lives in ptq::detail.
   Derived& derived() { return static_cast<Derived&>(*this); }
 
-  void error(diag_code code, std::string message, source_region where, std::string note = {}) {
+  void error(errc code, std::string message, source_region where, std::string note = {}) {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
   }
-  void warning(diag_code code, std::string message, source_region where, std::string note = {}) {
+  void warning(errc code, std::string message, source_region where, std::string note = {}) {
     diags_.push_back({code, severity::warning, std::move(message), where, std::move(note)});
   }
 
   void unknown(const text_field& f, std::string_view message_name,
                const std::vector<std::string_view>& names) {
-    error(diag_code::unknown_field,
-          "unknown field '" + f.name + "' in " + std::string(message_name), f.name_region,
-          suggest(f.name, names));
+    error(errc::unknown_field, "unknown field '" + f.name + "' in " + std::string(message_name),
+          f.name_region, suggest(f.name, names));
   }
 
   // ---- shape checks ------------------------------------------------------------------------
   bool expect_single(const text_field& f) {
     if (f.is_list) {
-      error(diag_code::not_repeated,
-            "field '" + f.name + "' is not repeated; a [list] cannot be given", f.name_region);
+      error(errc::not_repeated, "field '" + f.name + "' is not repeated; a [list] cannot be given",
+            f.name_region);
       return false;
     }
     return true;
   }
   bool expect_scalar(const text_field& f, const text_value& v) {
     if (v.is_message) {
-      error(diag_code::wrong_type, "field '" + f.name + "' takes a value, not a message block",
-            v.where);
+      error(errc::wrong_type, "field '" + f.name + "' takes a value, not a message block", v.where);
       return false;
     }
     if (!f.has_colon) {
-      error(diag_code::missing_colon, "expected ':' between '" + f.name + "' and its value",
-            v.where);
+      error(errc::missing_colon, "expected ':' between '" + f.name + "' and its value", v.where);
       return false;
     }
     return true;
   }
   bool expect_message(const text_field& f, const text_value& v) {
     if (!v.is_message) {
-      error(diag_code::wrong_type,
-            "field '" + f.name + "' takes a message block { ... }, not a value", v.where);
+      error(errc::wrong_type, "field '" + f.name + "' takes a message block { ... }, not a value",
+            v.where);
       return false;
     }
     return true;
@@ -195,7 +194,7 @@ class text_binder {
         return true;
       }
     }
-    error(diag_code::wrong_type,
+    error(errc::wrong_type,
           "field '" + f.name + "' takes a boolean (true or false), not " + describe(t), v.where);
     return false;
   }
@@ -204,17 +203,17 @@ class text_binder {
   bool read_integer(const text_field& f, const text_value& v, bool& neg, unsigned long long& mag) {
     const auto& t = v.scalar;
     if (t.kind != token_kind::number) {
-      error(diag_code::wrong_type, "field '" + f.name + "' takes an integer, not " + describe(t),
+      error(errc::wrong_type, "field '" + f.name + "' takes an integer, not " + describe(t),
             v.where);
       return false;
     }
     bool overflow = false;
     if (!parse_integer_text(t.text, neg, mag, overflow)) {
       if (looks_like_float(t.text)) {
-        error(diag_code::value_does_not_fit,
+        error(errc::value_does_not_fit,
               "field '" + f.name + "' takes an integer, not the number " + t.text, v.where);
       } else {
-        error(diag_code::bad_number, "malformed number '" + t.text + "'", v.where);
+        error(errc::bad_number, "malformed number '" + t.text + "'", v.where);
       }
       return false;
     }
@@ -229,7 +228,7 @@ class text_binder {
     if (!read_integer(f, v, neg, mag))
       return false;
     if ((neg && mag != 0) || mag > 0xFFFFFFFFULL) {
-      error(diag_code::value_does_not_fit,
+      error(errc::value_does_not_fit,
             "value " + v.scalar.text + " does not fit field '" + f.name +
                 "' (an unsigned 32-bit integer: 0 to 4294967295)",
             v.where);
@@ -245,7 +244,7 @@ class text_binder {
     if (!read_integer(f, v, neg, mag))
       return false;
     if (mag > (neg ? 0x80000000ULL : 0x7FFFFFFFULL)) {
-      error(diag_code::value_does_not_fit,
+      error(errc::value_does_not_fit,
             "value " + v.scalar.text + " does not fit field '" + f.name +
                 "' (a signed 32-bit integer)",
             v.where);
@@ -277,8 +276,7 @@ class text_binder {
   bool to_float(const text_field& f, const text_value& v, Float& out) {
     const auto& t = v.scalar;
     if (t.kind != token_kind::number && t.kind != token_kind::identifier) {
-      error(diag_code::wrong_type, "field '" + f.name + "' takes a number, not " + describe(t),
-            v.where);
+      error(errc::wrong_type, "field '" + f.name + "' takes a number, not " + describe(t), v.where);
       return false;
     }
     std::string_view s = t.text;
@@ -302,8 +300,7 @@ class text_binder {
       return true;
     }
     if (t.kind == token_kind::identifier) {
-      error(diag_code::wrong_type, "field '" + f.name + "' takes a number, not " + describe(t),
-            v.where);
+      error(errc::wrong_type, "field '" + f.name + "' takes a number, not " + describe(t), v.where);
       return false;
     }
     // The toolkit parses a Python float (double) and stores it into a float32 field.
@@ -312,7 +309,7 @@ class text_binder {
     const bool hex = word.size() > 1 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X');
     if (word.empty() || hex || res.ptr != word.data() + word.size() ||
         !(detail::is_digit(word[0]) || word[0] == '.')) {
-      error(diag_code::bad_number, "malformed number '" + t.text + "'", v.where);
+      error(errc::bad_number, "malformed number '" + t.text + "'", v.where);
       return false;
     }
     if (res.ec == std::errc::result_out_of_range) {
@@ -341,9 +338,8 @@ class text_binder {
           return true;
         }
       }
-      error(diag_code::unknown_enum_value,
-            "'" + t.text + "' is not a value of field '" + f.name + "'", v.where,
-            suggest(t.text, valid));
+      error(errc::unknown_enum_value, "'" + t.text + "' is not a value of field '" + f.name + "'",
+            v.where, suggest(t.text, valid));
       return false;
     }
     if (t.kind == token_kind::number) {
@@ -358,14 +354,13 @@ class text_binder {
           }
         }
       }
-      error(diag_code::unknown_enum_value,
+      error(errc::unknown_enum_value,
             "enum number " + t.text + " has no name in field '" + f.name + "'", v.where,
             suggest(t.text, valid));
       return false;
     }
-    error(diag_code::wrong_type,
-          "field '" + f.name + "' takes an enum value name, not " + describe(t), v.where,
-          suggest("", valid));
+    error(errc::wrong_type, "field '" + f.name + "' takes an enum value name, not " + describe(t),
+          v.where, suggest("", valid));
     return false;
   }
 
@@ -379,19 +374,19 @@ class text_binder {
   bool to_string_value(const text_field& f, const text_value& v, std::string& out) {
     const auto& t = v.scalar;
     if (t.kind != token_kind::string) {
-      error(diag_code::wrong_type,
-            "field '" + f.name + "' takes a quoted string, not " + describe(t), v.where);
+      error(errc::wrong_type, "field '" + f.name + "' takes a quoted string, not " + describe(t),
+            v.where);
       return false;
     }
     if (t.spans_lines) {
       out = trim(t.text);
       if (out.find('\n') != std::string::npos) {
-        error(diag_code::unterminated_string,
+        error(errc::unterminated_string,
               "string literal runs over several lines of text; is a closing quote missing?",
               {t.where.begin, {t.where.begin.line, t.where.begin.column + 1}});
         return false;
       }
-      warning(diag_code::string_spans_lines,
+      warning(errc::string_spans_lines,
               "string literal spans lines; read as \"" + out +
                   "\" (the toolkit's own reader rejects this)",
               {t.where.begin, {t.where.begin.line, t.where.begin.column + 1}},
@@ -427,7 +422,7 @@ class text_binder {
     if (!(derived().*conv)(f, v, value))
       return;
     if (out.has_value()) {
-      warning(diag_code::field_repeated,
+      warning(errc::field_repeated,
               "field '" + f.name + "' is set again; this value replaces the one at " +
                   where_text(out.where),
               f.name_region);
@@ -492,7 +487,7 @@ class text_binder {
     if (!expect_message(f, v))
       return;
     if (other) {
-      warning(diag_code::oneof_replaced,
+      warning(errc::oneof_replaced,
               "'" + f.name + "' replaces '" + std::string(other_name) + "' set at " +
                   where_text(other->where) + "; only one of them may be given, the last wins",
               f.name_region);
@@ -721,4 +716,5 @@ template <class Float = float>
   return result<basic_amct_config<Float>>(std::move(config), std::move(diags));
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -14,10 +14,12 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
 #include "ptq/detail/float_format.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// A quantizable layer of the model, as resolution needs it.
 struct layer_info {
@@ -161,7 +163,7 @@ class config_resolver {
       any_enabled = any_enabled || out.layers.back().quant_enable;
     }
     if (!any_enabled && error_count() == errors_before) {
-      error(diag_code::nothing_to_quantize,
+      error(errc::nothing_to_quantize,
             "no layer is left to quantize: every layer is skipped by skip_layers or "
             "skip_layer_types",
             {});
@@ -179,24 +181,23 @@ class config_resolver {
   [[nodiscard]] std::size_t error_count() const {
     return static_cast<std::size_t>(std::count_if(diags_.begin(), diags_.end(), is_error));
   }
-  void error(diag_code code, std::string message, source_region where, std::string note = {}) {
+  void error(errc code, std::string message, source_region where, std::string note = {}) {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
   }
   void warning(std::string message, source_region where) {
-    diags_.push_back(
-        {diag_code::degraded_setting, severity::warning, std::move(message), where, {}});
+    diags_.push_back({errc::degraded_setting, severity::warning, std::move(message), where, {}});
   }
 
   void check_layer_list(const std::vector<layer_info>& layers) {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].name.empty()) {
-        error(diag_code::bad_layer_list,
-              "layer " + std::to_string(i) + " of the layer list has no name", {});
+        error(errc::bad_layer_list, "layer " + std::to_string(i) + " of the layer list has no name",
+              {});
       }
       for (std::size_t j = 0; j < i; ++j) {
         if (layers[j].name == layers[i].name && !layers[i].name.empty()) {
-          error(diag_code::bad_layer_list,
-                "the layer list names layer '" + layers[i].name + "' twice", {});
+          error(errc::bad_layer_list, "the layer list names layer '" + layers[i].name + "' twice",
+                {});
           break;
         }
       }
@@ -246,7 +247,7 @@ class config_resolver {
   void check_names(const std::vector<layer_info>& layers) {
     for (const auto& s : c_.skip_layers) {
       if (!find(layers, s.value)) {
-        error(diag_code::unknown_layer,
+        error(errc::unknown_layer,
               "skip_layers names layer '" + s.value + "', which is not in the model", s.where,
               closest(layers, s.value));
       }
@@ -254,7 +255,7 @@ class config_resolver {
     for (const auto& o : c_.override_layer_configs) {
       if (o.layer_name.has_value() && !find(layers, *o.layer_name)) {
         error(
-            diag_code::unknown_layer,
+            errc::unknown_layer,
             "override_layer_configs names layer '" + *o.layer_name + "', which is not in the model",
             o.layer_name.where, closest(layers, *o.layer_name));
       }
@@ -262,11 +263,11 @@ class config_resolver {
     for (const auto& s : c_.skip_fusion_layers) {
       const auto* l = find(layers, s.value);
       if (!l) {
-        error(diag_code::unknown_layer,
+        error(errc::unknown_layer,
               "skip_fusion_layers names layer '" + s.value + "', which is not in the model",
               s.where, closest(layers, s.value));
       } else if (!supports_bn_fusion(l->type)) {
-        error(diag_code::not_fusable,
+        error(errc::not_fusable,
               "skip_fusion_layers names layer '" + s.value + "' of type " +
                   std::string(to_string(l->type)) +
                   "; only Conv1d, Conv2d and Conv3d layers are fused with BatchNorm",
@@ -329,7 +330,7 @@ class config_resolver {
                    const std::string& fallback, source_region where) {
     const std::string layer = "layer '" + l.name + "' (" + std::string(to_string(l.type)) + ")";
     if (ch.via_override()) {
-      error(diag_code::unsupported_setting,
+      error(errc::unsupported_setting,
             what + " is not supported by " + layer + "; set through " + source_name(ch), where);
       return false;
     }
@@ -477,7 +478,7 @@ class config_resolver {
       if (w.channel_wise && !supports_channel_wise(l.type)) {
         const bool strict = opt_.strict_channel_wise && !ch.via_override();
         if (strict) {
-          error(diag_code::unsupported_setting,
+          error(errc::unsupported_setting,
                 "channel_wise: true is not supported by layer '" + l.name + "' (" +
                     std::string(to_string(l.type)) + "); set through " + source_name(ch) +
                     " (strict mode, as the toolkit)",
@@ -512,4 +513,5 @@ template <class Float>
   return result<basic_resolved_config<Float>>(std::move(*out), std::move(diags));
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

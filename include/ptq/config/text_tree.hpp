@@ -9,8 +9,10 @@
 
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/lexer.hpp"
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 struct text_field;
 
@@ -59,7 +61,7 @@ class text_parser {
   [[nodiscard]] bool at_punct(char c) const noexcept {
     return tok_.kind == token_kind::punct && tok_.raw.size() == 1 && tok_.raw[0] == c;
   }
-  bool fail(diag_code code, std::string message, source_region where) {
+  bool fail(errc code, std::string message, source_region where) {
     error_ = {code, severity::error, std::move(message), where, {}};
     return false;
   }
@@ -75,10 +77,10 @@ class text_parser {
   }
   bool unexpected(std::string_view expected) {
     if (tok_.kind == token_kind::end) {
-      return fail(diag_code::unexpected_end,
+      return fail(errc::unexpected_end,
                   "unexpected end of input; expected " + std::string(expected), tok_.where);
     }
-    return fail(diag_code::unexpected_token,
+    return fail(errc::unexpected_token,
                 "unexpected " + describe() + "; expected " + std::string(expected), tok_.where);
   }
 
@@ -91,7 +93,7 @@ class text_parser {
         return true;
       if (tok_.kind != token_kind::identifier) {
         if (close != nullptr && tok_.kind == token_kind::end) {
-          return fail(diag_code::unexpected_end,
+          return fail(errc::unexpected_end,
                       std::string("unexpected end of input; expected '") + *close +
                           "' to close the message",
                       tok_.where);
@@ -127,7 +129,7 @@ class text_parser {
             if (at_punct(']'))
               break;
             if (tok_.kind == token_kind::end) {
-              return fail(diag_code::unexpected_end,
+              return fail(errc::unexpected_end,
                           "unexpected end of input; the list opened here is not closed", open);
             }
             return unexpected("',' or ']'");
@@ -153,7 +155,7 @@ class text_parser {
     if (at_punct('{') || at_punct('<')) {
       if (depth + 1 > limits_.max_depth) {
         return fail(
-            diag_code::nesting_too_deep,
+            errc::nesting_too_deep,
             "messages are nested deeper than " + std::to_string(limits_.max_depth) + " levels",
             tok_.where);
       }
@@ -169,7 +171,7 @@ class text_parser {
     if (!had_colon) {
       if (tok_.kind == token_kind::identifier || tok_.kind == token_kind::number ||
           tok_.kind == token_kind::string) {
-        return fail(diag_code::missing_colon, "expected ':' between a field name and its value",
+        return fail(errc::missing_colon, "expected ':' between a field name and its value",
                     tok_.where);
       }
       return unexpected("':' or '{'");
@@ -209,7 +211,7 @@ class text_parser {
 [[nodiscard]] inline result<text_message> parse_text_tree(std::string_view text,
                                                           text_limits limits = {}) {
   if (text.size() > limits.max_input_bytes) {
-    return result<text_message>(std::vector<diagnostic>{{diag_code::input_too_large,
+    return result<text_message>(std::vector<diagnostic>{{errc::input_too_large,
                                                          severity::error,
                                                          "input is " + std::to_string(text.size()) +
                                                              " bytes; the limit is " +
@@ -224,4 +226,5 @@ class text_parser {
   return result<text_message>(std::move(msg));
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

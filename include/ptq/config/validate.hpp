@@ -13,9 +13,11 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/detail/float_format.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
 __extension__ using int128 = __int128;
@@ -145,10 +147,10 @@ class config_checker {
 
   void values() {
     if (c_.batch_num.has_value() && *c_.batch_num == 0) {
-      error(diag_code::batch_num_invalid, "batch_num must be greater than 0", c_.batch_num.where);
+      error(errc::batch_num_invalid, "batch_num must be greater than 0", c_.batch_num.where);
     }
     if (c_.weight_offset.has_value() && *c_.weight_offset) {
-      error(diag_code::weight_offset_invalid,
+      error(errc::weight_offset_invalid,
             "weight_offset: true is not supported; weights are always quantized without offset",
             c_.weight_offset.where);
     }
@@ -168,7 +170,7 @@ class config_checker {
       block(*c_.fc_calibration_config);
       const auto& arq = c_.fc_calibration_config->arq;
       if (arq && arq->channel_wise.value_or(false)) {
-        error(diag_code::legacy_fc_channel_wise,
+        error(errc::legacy_fc_channel_wise,
               "fc_calibration_config may not set channel_wise: true (Linear and AvgPool2d are "
               "quantized per tensor)",
               arq->channel_wise.where);
@@ -182,7 +184,7 @@ class config_checker {
         names += names.empty() ? "fc_calibration_config" : " and fc_calibration_config";
       const auto at = c_.conv_calibration_config ? c_.conv_calibration_config->where
                                                  : c_.fc_calibration_config->where;
-      warning(diag_code::legacy_blocks_ignored,
+      warning(errc::legacy_blocks_ignored,
               names + " ignored: the file also has " +
                   (c_.common_config ? std::string("common_config")
                                     : std::string("override_layer_types")),
@@ -198,7 +200,7 @@ class config_checker {
     }
     if (!c_.skip_layer_types.empty() && distinct_count(c_.skip_layer_types) == known_types &&
         known_types >= quantizable_type_names.size()) {
-      error(diag_code::all_types_skipped,
+      error(errc::all_types_skipped,
             "skip_layer_types skips every quantizable layer type; nothing would be quantized",
             c_.skip_layer_types.front().where);
     }
@@ -219,14 +221,14 @@ class config_checker {
   }
 
  private:
-  void error(diag_code code, std::string message, source_region where, std::string note = {}) {
+  void error(errc code, std::string message, source_region where, std::string note = {}) {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
   }
-  void warning(diag_code code, std::string message, source_region where) {
+  void warning(errc code, std::string message, source_region where) {
     diags_.push_back({code, severity::warning, std::move(message), where, {}});
   }
   void missing(std::string_view field, std::string_view message, source_region where) {
-    error(diag_code::missing_field,
+    error(errc::missing_field,
           "required field '" + std::string(field) + "' is missing in " + std::string(message),
           where);
   }
@@ -240,7 +242,7 @@ class config_checker {
     if (b.arq && b.arq->quant_bits.has_value()) {
       const auto bits = *b.arq->quant_bits;
       if (bits != 4 && bits != 6 && bits != 7 && bits != 8) {
-        error(diag_code::quant_bits_invalid,
+        error(errc::quant_bits_invalid,
               "quant_bits " + std::to_string(bits) + " is not supported; use 4, 6, 7 or 8",
               b.arq->quant_bits.where, "6 and 7 apply to Conv2d only");
       }
@@ -253,7 +255,7 @@ class config_checker {
       const auto n = *b.hfmg->num_of_bins;
       if (n != 1024 && n != 2048 && n != 4096 && n != 8192) {
         error(
-            diag_code::num_of_bins_invalid,
+            errc::num_of_bins_invalid,
             "num_of_bins " + std::to_string(n) + " is not supported; use 1024, 2048, 4096 or 8192",
             b.hfmg->num_of_bins.where);
       }
@@ -261,7 +263,7 @@ class config_checker {
     if (b.dmq && b.dmq->migration_strength.has_value()) {
       const double a = num(b.dmq->migration_strength, defaults::migration_strength);
       if (!(a >= 0.2 && a <= 0.8)) {
-        error(diag_code::migration_strength_out_of_range,
+        error(errc::migration_strength_out_of_range,
               "migration_strength " + fmt_value(a) + " is out of range; it must be in [0.2, 0.8]",
               b.dmq->migration_strength.where);
       }
@@ -274,7 +276,7 @@ class config_checker {
         return;
       const double v = toolkit_double(*s);
       if (!(v > 0.0 && v < 1.0)) {
-        error(diag_code::ada_param_out_of_range,
+        error(errc::ada_param_out_of_range,
               std::string(name) + " " + fmt_value(v) + " is out of range; it must be in (0, 1)",
               s.where);
       }
@@ -287,7 +289,7 @@ class config_checker {
       const auto where = a.beta_range_end.has_value()     ? a.beta_range_end.where
                          : a.beta_range_start.has_value() ? a.beta_range_start.where
                                                           : a.where;
-      error(diag_code::beta_range_invalid,
+      error(errc::beta_range_invalid,
             "beta range [" + fmt_value(start) + ", " + fmt_value(end) +
                 "] is invalid; it needs beta_range_start > beta_range_end > 0",
             where);
@@ -300,7 +302,7 @@ class config_checker {
         return;
       const double v = toolkit_double(*s);
       if (!(v > 0.5 && v <= 1.0)) {
-        error(diag_code::percentile_out_of_range,
+        error(errc::percentile_out_of_range,
               std::string(name) + " " + fmt_value(v) + " is out of range; it must be in (0.5, 1]",
               s.where);
       }
@@ -313,7 +315,7 @@ class config_checker {
     bool range_ok = true;
     if (!(start > 0.0) || !std::isfinite(start) || !std::isfinite(end)) {
       range_ok = false;
-      error(diag_code::search_range_invalid,
+      error(errc::search_range_invalid,
             "search range [" + fmt_value(start) + ", " + fmt_value(end) +
                 "] is invalid; both ends must be finite and the start greater than 0",
             !std::isfinite(end) && q.search_range_end.has_value() ? q.search_range_end.where
@@ -321,7 +323,7 @@ class config_checker {
                                                                   : q.where);
     } else if (!(start < end)) {
       range_ok = false;
-      error(diag_code::search_range_invalid,
+      error(errc::search_range_invalid,
             "search range [" + fmt_value(start) + ", " + fmt_value(end) +
                 "] is empty; search_range_start must be less than search_range_end",
             q.search_range_end.has_value()     ? q.search_range_end.where
@@ -330,14 +332,14 @@ class config_checker {
     }
     const auto step_where = q.search_step.has_value() ? q.search_step.where : q.where;
     if (!(step > 0.0) || !std::isfinite(step)) {
-      error(diag_code::search_step_invalid,
+      error(errc::search_step_invalid,
             "search_step " + fmt_value(step) + " must be a finite number greater than 0",
             step_where);
     } else if (range_ok &&
                !step_fits_range(static_cast<Float>(q.search_range_start.value_or(Float(0.7f))),
                                 static_cast<Float>(q.search_range_end.value_or(Float(1.3f))),
                                 static_cast<Float>(q.search_step.value_or(Float(0.01f))))) {
-      error(diag_code::search_step_invalid,
+      error(errc::search_step_invalid,
             "search_step " + fmt_value(step) + " is larger than the search range " +
                 fmt_value(start) + " .. " + fmt_value(end),
             step_where);
@@ -353,7 +355,7 @@ class config_checker {
         valid += ", ";
       valid += n;
     }
-    error(diag_code::unknown_layer_type, "'" + name + "' is not a quantizable layer type", where,
+    error(errc::unknown_layer_type, "'" + name + "' is not a quantizable layer type", where,
           "valid types: " + valid);
     return false;
   }
@@ -375,7 +377,7 @@ class config_checker {
     for (std::size_t i = 0; i < v.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         if (v[j].value == v[i].value) {
-          error(diag_code::duplicate_entry,
+          error(errc::duplicate_entry,
                 std::string(field) + " names " + std::string(what) + " '" + v[i].value +
                     "' twice (first at " + std::to_string(v[j].where.begin.line) + ":" +
                     std::to_string(v[j].where.begin.column) + ")",
@@ -405,4 +407,5 @@ void validate_config(const basic_amct_config<Float>& config, std::vector<diagnos
   detail::config_checker<Float>(config, diags).values();
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

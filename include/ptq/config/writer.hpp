@@ -7,10 +7,12 @@
 #include <string_view>
 
 #include "ptq/config/model.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/detail/text_escape.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
 template <class Float>
@@ -138,4 +140,5 @@ template <class Float>
   return std::move(w.out);
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include "ptq/core/abi.hpp"
+
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Activation calibration: IFMR (search on the clip maximum) or HFMG (histogram, L2).
 enum class activation_algo : std::uint8_t { ifmr, hfmg };
@@ -21,4 +24,5 @@ enum class weight_algo : std::uint8_t { arq, ada };
   return a == weight_algo::arq ? "arq_quantize" : "ada_quantize";
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -1,120 +1,339 @@
-// Numeric errors of the calibration core: an error code, a message naming the tensor and the
-// first bad index, a result type that works without exceptions, and a throwing convenience.
-// Standard library only.
+// The one error model of ptq: a stable code, a severity, a message, an optional note and where
+// it points (a source region, and the file it is in); `result<T>`, a value or the errors that
+// prevented it, with any warnings either way; one exception type for the throwing wrappers.
+// Every layer (config, numerics, io, session, tool) reports through these. Standard library
+// only; works with -fno-exceptions (the throwing wrappers then abort with the message).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
-#include <variant>
+#include <vector>
 
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
-#define PTQ_NUMERIC_EXCEPTIONS 1
+#include "ptq/core/abi.hpp"
+
+#if PTQ_EXCEPTIONS
 #include <stdexcept>
 #else
-#define PTQ_NUMERIC_EXCEPTIONS 0
 #include <cstdio>
 #include <cstdlib>
 #endif
 
-namespace ptq {
+// Every code once: its name and its number. docs/errors.md lists each with an example and its
+// fix; a number never changes meaning. Ranges: 1xx lexical, 11x syntax, 2xx schema, 3xx values,
+// 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
+// manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool.
+#define PTQ_ERROR_CODES(X)                \
+  X(unexpected_character, 101)            \
+  X(unterminated_string, 102)             \
+  X(bad_escape, 103)                      \
+  X(bad_number, 104)                      \
+  X(input_too_large, 105)                 \
+  X(string_too_long, 106)                 \
+  X(unexpected_token, 110)                \
+  X(nesting_too_deep, 111)                \
+  X(unexpected_end, 112)                  \
+  X(missing_colon, 113)                   \
+  X(unknown_field, 201)                   \
+  X(wrong_type, 202)                      \
+  X(missing_field, 203)                   \
+  X(value_does_not_fit, 204)              \
+  X(unknown_enum_value, 205)              \
+  X(not_repeated, 206)                    \
+  X(percentile_out_of_range, 301)         \
+  X(search_range_invalid, 302)            \
+  X(search_step_invalid, 303)             \
+  X(num_of_bins_invalid, 304)             \
+  X(migration_strength_out_of_range, 305) \
+  X(ada_param_out_of_range, 306)          \
+  X(beta_range_invalid, 307)              \
+  X(quant_bits_invalid, 308)              \
+  X(batch_num_invalid, 309)               \
+  X(dst_type_invalid, 310)                \
+  X(fakequant_mode_invalid, 311)          \
+  X(weight_offset_invalid, 312)           \
+  X(legacy_fc_channel_wise, 313)          \
+  X(duplicate_entry, 314)                 \
+  X(unknown_layer_type, 315)              \
+  X(all_types_skipped, 316)               \
+  X(unknown_layer, 401)                   \
+  X(not_fusable, 402)                     \
+  X(unsupported_setting, 403)             \
+  X(nothing_to_quantize, 404)             \
+  X(bad_layer_list, 405)                  \
+  X(json_invalid, 501)                    \
+  X(json_unknown_key, 502)                \
+  X(json_wrong_type, 503)                 \
+  X(json_value_out_of_range, 504)         \
+  X(json_missing_key, 505)                \
+  X(string_spans_lines, 601)              \
+  X(field_repeated, 602)                  \
+  X(oneof_replaced, 603)                  \
+  X(legacy_blocks_ignored, 604)           \
+  X(degraded_setting, 605)                \
+  X(fusion_skipped, 606)                  \
+  X(record_value_invalid, 701)            \
+  X(record_length_mismatch, 702)          \
+  X(record_unknown_layer, 703)            \
+  X(record_duplicate_key, 704)            \
+  X(record_missing_field, 705)            \
+  X(session_layer_invalid, 801)           \
+  X(session_call_invalid, 802)            \
+  X(session_input_invalid, 803)           \
+  X(manifest_invalid, 804)                \
+  X(empty_tensor, 901)                    \
+  X(non_finite, 902)                      \
+  X(invalid_scale, 903)                   \
+  X(invalid_argument, 904)                \
+  X(shape_mismatch, 905)                  \
+  X(out_of_range, 906)                    \
+  X(no_data, 907)                         \
+  X(file_open_failed, 1001)               \
+  X(not_a_file, 1002)                     \
+  X(file_too_large, 1003)                 \
+  X(read_failed, 1004)                    \
+  X(write_failed, 1005)                   \
+  X(bad_magic, 1006)                      \
+  X(bad_version, 1007)                    \
+  X(bad_header, 1008)                     \
+  X(unsupported_dtype, 1009)              \
+  X(fortran_order, 1010)                  \
+  X(truncated, 1011)                      \
+  X(trailing_data, 1012)                  \
+  X(tensor_not_found, 1013)               \
+  X(bad_offsets, 1014)                    \
+  X(output_conflict, 1101)                \
+  X(output_not_writable, 1102)            \
+  X(interrupted, 1103)
 
-/// What went wrong in a numeric computation.
-enum class numeric_errc {
-  empty_tensor,      ///< a tensor with no elements
-  non_finite,        ///< NaN or Inf in an input tensor
-  invalid_scale,     ///< a scale that is inf/NaN, or whose reciprocal is not finite (§1.3)
-  invalid_argument,  ///< a setting outside its domain (bits, alpha, bins, groups, ...)
-  shape_mismatch,    ///< shapes that do not fit together (rank, channels, groups)
-  out_of_range,      ///< a result outside its allowed range (e.g. DMQ factors, §5.2)
-  no_data,           ///< finalize() before any observe()
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Stable error and warning codes, rendered as `[E<n>]` (errors) or `[W<n>]` (warnings).
+enum class errc : std::uint16_t {
+#define PTQ_ERRC_ENUMERATOR(name, number) name = number,
+  PTQ_ERROR_CODES(PTQ_ERRC_ENUMERATOR)
+#undef PTQ_ERRC_ENUMERATOR
 };
 
-[[nodiscard]] constexpr const char* to_string(numeric_errc c) noexcept {
+/// The code's name as written in the enum and in docs/errors.md, e.g. "non_finite".
+[[nodiscard]] constexpr const char* to_string(errc c) noexcept {
   switch (c) {
-    case numeric_errc::empty_tensor:
-      return "empty_tensor";
-    case numeric_errc::non_finite:
-      return "non_finite";
-    case numeric_errc::invalid_scale:
-      return "invalid_scale";
-    case numeric_errc::invalid_argument:
-      return "invalid_argument";
-    case numeric_errc::shape_mismatch:
-      return "shape_mismatch";
-    case numeric_errc::out_of_range:
-      return "out_of_range";
-    case numeric_errc::no_data:
-      return "no_data";
+#define PTQ_ERRC_NAME(name, number) \
+  case errc::name:                  \
+    return #name;
+    PTQ_ERROR_CODES(PTQ_ERRC_NAME)
+#undef PTQ_ERRC_NAME
   }
   return "unknown";
 }
 
-/// A numeric error: its code and a human-readable message (no trailing newline).
-struct numeric_error {
-  numeric_errc code = numeric_errc::invalid_argument;
-  std::string message;
+enum class severity : std::uint8_t { error, warning };
+
+/// 1-based line and column (columns count bytes); {0, 0} means "unknown".
+struct source_position {
+  std::uint32_t line = 0;
+  std::uint32_t column = 0;
 };
 
-/// Either a value or a numeric_error. The primary API of every fallible numeric function.
-template <class T>
-class numeric_result {
- public:
-  numeric_result(T value) : v_(std::in_place_index<0>, std::move(value)) {}          // NOLINT
-  numeric_result(numeric_error err) : v_(std::in_place_index<1>, std::move(err)) {}  // NOLINT
-
-  [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  /// The value; only valid when ok().
-  [[nodiscard]] T& value() & noexcept { return *std::get_if<0>(&v_); }
-  [[nodiscard]] const T& value() const& noexcept { return *std::get_if<0>(&v_); }
-  [[nodiscard]] T&& value() && noexcept { return std::move(*std::get_if<0>(&v_)); }
-  /// The error; only valid when !ok().
-  [[nodiscard]] const numeric_error& error() const noexcept { return *std::get_if<1>(&v_); }
-
- private:
-  std::variant<T, numeric_error> v_;
+/// A half-open region of a source text.
+struct source_region {
+  source_position begin;
+  source_position end;
+  [[nodiscard]] bool known() const noexcept { return begin.line != 0; }
 };
 
-/// numeric_result<void> equivalent.
-struct numeric_ok {};
-using numeric_status = numeric_result<numeric_ok>;
+/// One error or warning. `message` names what is wrong and where in words (the layer, tensor,
+/// batch or file); `where` and `path` locate it in a text file when there is one.
+struct error {
+  error() = default;
+  error(errc c, severity s, std::string text, source_region at = {}, std::string extra = {},
+        std::string file = {})
+      : code(c),
+        level(s),
+        message(std::move(text)),
+        where(at),
+        note(std::move(extra)),
+        path(std::move(file)) {}
 
-[[nodiscard]] inline numeric_error make_numeric_error(numeric_errc code, std::string message) {
-  return numeric_error{code, std::move(message)};
+  errc code{};
+  severity level = severity::error;
+  std::string message;  ///< without position or code
+  source_region where;  ///< line:column in the source text, when known
+  std::string note;     ///< optional extra line, e.g. "did you mean 'quant_bits'?"
+  std::string path;     ///< the file `where` points into (empty: the renderer's path applies)
+};
+
+[[nodiscard]] inline bool is_error(const error& e) noexcept {
+  return e.level == severity::error;
 }
 
-#if PTQ_NUMERIC_EXCEPTIONS
-/// Thrown by the `*_or_throw` conveniences.
-class numeric_exception : public std::runtime_error {
+/// An error with a code and a message (severity error, no position).
+[[nodiscard]] inline error make_error(errc code, std::string message, std::string note = {}) {
+  return error(code, severity::error, std::move(message), {}, std::move(note));
+}
+
+/// A warning with a code and a message.
+[[nodiscard]] inline error make_warning(errc code, std::string message, std::string note = {}) {
+  return error(code, severity::warning, std::move(message), {}, std::move(note));
+}
+
+namespace detail {
+
+/// The first error of `diags` (the first entry when there is none).
+[[nodiscard]] inline const error& first_error(const std::vector<error>& diags) noexcept {
+  for (const auto& d : diags) {
+    if (is_error(d))
+      return d;
+  }
+  return diags.front();
+}
+
+/// Shared by result<T> and result<void>: the diagnostics, errors and warnings in order.
+class result_diagnostics {
  public:
-  explicit numeric_exception(numeric_error err)
-      : std::runtime_error(err.message), error_(std::move(err)) {}
-  [[nodiscard]] numeric_errc code() const noexcept { return error_.code; }
-  [[nodiscard]] const numeric_error& error() const noexcept { return error_; }
+  /// All diagnostics, errors and warnings, in the order they were found.
+  [[nodiscard]] const std::vector<error>& diagnostics() const noexcept { return diags_; }
+  /// The warnings alone.
+  [[nodiscard]] std::vector<error> warnings() const {
+    std::vector<error> out;
+    for (const auto& d : diags_) {
+      if (!is_error(d))
+        out.push_back(d);
+    }
+    return out;
+  }
+  /// Appends a warning (or, for result<void>, an error) found after the result was made.
+  void add(error e) { diags_.push_back(std::move(e)); }
+
+ protected:
+  result_diagnostics() = default;
+  explicit result_diagnostics(std::vector<error> diags) : diags_(std::move(diags)) {}
+  std::vector<error> diags_;
+};
+
+}  // namespace detail
+
+/// The value of an operation, or the errors that prevented it; warnings either way. The return
+/// type of every fallible function in ptq.
+template <class T = void>
+class result : public detail::result_diagnostics {
+ public:
+  /// No value and no diagnostics (a failure with nothing to say; prefer an error).
+  result() = default;
+  result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  result(T value, std::vector<error> warnings)
+      : result_diagnostics(std::move(warnings)), value_(std::move(value)) {}
+  result(::ptq::error e) : result_diagnostics({std::move(e)}) {}  // NOLINT
+  /// A failure: `diags` holds at least one error, and perhaps warnings found before it.
+  explicit result(std::vector<::ptq::error> diags) : result_diagnostics(std::move(diags)) {}
+
+  /// True when there is a value (no error was reported).
+  [[nodiscard]] bool ok() const noexcept { return value_.has_value(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
+  /// The value; only valid when ok().
+  [[nodiscard]] const T& value() const& noexcept { return *value_; }
+  [[nodiscard]] T& value() & noexcept { return *value_; }
+  [[nodiscard]] T&& value() && noexcept { return std::move(*value_); }
+  [[nodiscard]] const T* operator->() const noexcept { return &*value_; }
+  [[nodiscard]] T* operator->() noexcept { return &*value_; }
+  [[nodiscard]] const T& operator*() const& noexcept { return *value_; }
+  /// The first error; only meaningful when !ok().
+  [[nodiscard]] const ::ptq::error& error() const noexcept { return detail::first_error(diags_); }
 
  private:
-  numeric_error error_;
+  std::optional<T> value_;
+};
+
+/// The result of an operation that returns nothing: success unless it holds an error.
+template <>
+class result<void> : public detail::result_diagnostics {
+ public:
+  /// Success.
+  result() = default;
+  result(::ptq::error e) : result_diagnostics({std::move(e)}) {}  // NOLINT
+  explicit result(std::vector<::ptq::error> diags) : result_diagnostics(std::move(diags)) {}
+
+  [[nodiscard]] bool ok() const noexcept {
+    for (const auto& d : diags_) {
+      if (is_error(d))
+        return false;
+    }
+    return true;
+  }
+  [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
+  /// The first error; only meaningful when !ok().
+  [[nodiscard]] const ::ptq::error& error() const noexcept { return detail::first_error(diags_); }
+};
+
+/// `path:line:col: error: message [E201]` (position and path when known), then `note: ...`.
+/// The source line and caret need the text: see format_diagnostic (ptq/config/diagnostics.hpp).
+[[nodiscard]] inline std::string format_error(const error& e, std::string_view path = {}) {
+  std::string out;
+  const std::string_view where = e.path.empty() ? path : std::string_view(e.path);
+  if (!where.empty()) {
+    out += where;
+    if (e.where.known())
+      out += ':' + std::to_string(e.where.begin.line) + ':' + std::to_string(e.where.begin.column);
+    out += ": ";
+  }
+  out += is_error(e) ? "error: " : "warning: ";
+  out += e.message;
+  out += is_error(e) ? " [E" : " [W";
+  out += std::to_string(static_cast<unsigned>(e.code));
+  out += "]\n";
+  if (!e.note.empty())
+    out += "note: " + e.note + '\n';
+  return out;
+}
+
+#if PTQ_EXCEPTIONS
+/// Thrown by the throwing wrappers (`value_or_throw`, `parse_config`, ...): `what()` is the
+/// rendered message, `diagnostics()` the structured errors and warnings.
+class exception : public std::runtime_error {
+ public:
+  exception(std::vector<::ptq::error> diags, const std::string& rendered)
+      : std::runtime_error(rendered), diags_(std::move(diags)) {}
+  explicit exception(::ptq::error e) : std::runtime_error(e.message), diags_{std::move(e)} {}
+  [[nodiscard]] const std::vector<::ptq::error>& diagnostics() const noexcept { return diags_; }
+  /// The first error.
+  [[nodiscard]] const ::ptq::error& error() const noexcept { return detail::first_error(diags_); }
+  [[nodiscard]] errc code() const noexcept { return error().code; }
+
+ private:
+  std::vector<::ptq::error> diags_;
 };
 #endif
 
-/// The value of `r`, or throws numeric_exception (aborts with the message when exceptions are
-/// disabled).
+namespace detail {
 template <class T>
-[[nodiscard]] T value_or_throw(numeric_result<T> r) {
-  if (!r.ok()) {
-#if PTQ_NUMERIC_EXCEPTIONS
-    throw numeric_exception(r.error());
+[[noreturn]] void fail_with(const result<T>& r) {
+#if PTQ_EXCEPTIONS
+  throw exception(r.diagnostics(), r.error().message);
 #else
-    std::fprintf(stderr, "ptq: numeric error: %s\n", r.error().message.c_str());
-    std::abort();
+  std::fputs(format_error(r.error(), "ptq").c_str(), stderr);
+  std::abort();
 #endif
-  }
+}
+}  // namespace detail
+
+/// The value of `r`, or throws ptq::exception (aborts with the message without exceptions).
+template <class T>
+[[nodiscard]] T value_or_throw(result<T> r) {
+  if (!r.ok())
+    detail::fail_with(r);
   return std::move(r).value();
 }
 
-inline void throw_if_error(const numeric_status& s) {
-  (void)value_or_throw(s);
+/// Throws ptq::exception when `r` holds an error (aborts without exceptions).
+inline void throw_if_error(const result<>& r) {
+  if (!r.ok())
+    detail::fail_with(r);
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -3,7 +3,10 @@
 
 #include <cmath>
 
+#include "ptq/core/abi.hpp"
+
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Largest finite binary16 value and smallest normal binary16 value.
 inline constexpr double fp16_max = 65504.0;
@@ -38,4 +41,5 @@ inline constexpr double fp16_min_normal = 6.103515625e-05;  // 2^-14
   return static_cast<float>(round_to_fp16(s));
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -7,7 +7,10 @@
 #include <optional>
 #include <string_view>
 
+#include "ptq/core/abi.hpp"
+
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// The layer types ptq resolves and calibrates (PyTorch class names).
 enum class layer_type : std::uint8_t {
@@ -92,4 +95,5 @@ inline constexpr std::array<layer_type, 7> all_layer_types{
   return t == layer_type::conv3d;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -12,6 +12,7 @@
 #include "ptq/core/error.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// FLT_EPSILON as the toolkit spells it (1.192092896e-7 == 2^-23).
 inline constexpr float flt_epsilon = FLT_EPSILON;
@@ -55,8 +56,8 @@ struct quant_params {
 /// process_scale (§1.3, §10.8) on a float offset that is not rounded yet: a scale below
 /// FLT_EPSILON becomes 1 (and an asymmetric offset becomes -2^(n-1)); a scale that is not finite,
 /// or whose reciprocal is not finite, is an error. Returns the rounded offset.
-[[nodiscard]] inline numeric_result<quant_params> process_scale(float scale, float offset,
-                                                                bool asymmetric, int bits) {
+[[nodiscard]] inline result<quant_params> process_scale(float scale, float offset, bool asymmetric,
+                                                        int bits) {
   const quant_grid g = make_grid(bits);
   if (scale < flt_epsilon) {
     scale = 1.0f;
@@ -64,12 +65,11 @@ struct quant_params {
       offset = static_cast<float>(g.qmin);
   }
   if (!std::isfinite(scale) || !std::isfinite(1.0f / scale)) {
-    return make_numeric_error(
-        numeric_errc::invalid_scale,
-        "scale has an invalid value (inf, nan or zero): " + std::to_string(scale));
+    return make_error(errc::invalid_scale,
+                      "scale has an invalid value (inf, nan or zero): " + std::to_string(scale));
   }
   if (!std::isfinite(offset)) {
-    return make_numeric_error(numeric_errc::invalid_scale, "offset is not finite");
+    return make_error(errc::invalid_scale, "offset is not finite");
   }
   return quant_params{scale, static_cast<std::int32_t>(round_half_even(offset)), bits};
 }
@@ -84,11 +84,11 @@ struct quant_params {
 /// The min/max kernel (§1.2): scale and offset from a (max, min) range, then process_scale.
 /// Asymmetric: the range is widened to contain 0, scale = (max-min)/(2^n-1),
 /// offset = round(-2^(n-1) - min/scale). Symmetric: scale = max(|max|,|min|)/divisor, offset 0.
-[[nodiscard]] inline numeric_result<quant_params> min_max_params(float mx, float mn, int bits,
-                                                                 bool asymmetric) {
+[[nodiscard]] inline result<quant_params> min_max_params(float mx, float mn, int bits,
+                                                         bool asymmetric) {
   if (!valid_bits(bits)) {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              "bits must be in [2, 16], got " + std::to_string(bits));
+    return make_error(errc::invalid_argument,
+                      "bits must be in [2, 16], got " + std::to_string(bits));
   }
   if (asymmetric) {
     mx = mx > 0.0f ? mx : 0.0f;
@@ -131,4 +131,5 @@ struct clip_range {
   return out;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -8,7 +8,11 @@
 #include <string_view>
 #include <system_error>
 
-namespace ptq::detail {
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// Shortest decimal text that reads back to the same value of type T (float or double).
 template <class T>
@@ -85,4 +89,6 @@ template <class T>
   return sign + out;
 }
 
-}  // namespace ptq::detail
+}  // namespace detail
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

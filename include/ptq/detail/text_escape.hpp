@@ -4,7 +4,11 @@
 #include <string>
 #include <string_view>
 
-namespace ptq::detail {
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// A double-quoted protobuf text literal of `s`: quotes, backslashes and control bytes escaped,
 /// other bytes (UTF-8 included) written as they are.
@@ -42,4 +46,6 @@ inline std::string quote_text(std::string_view s) {
   return out + "\"";
 }
 
-}  // namespace ptq::detail
+}  // namespace detail
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

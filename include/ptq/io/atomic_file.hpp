@@ -12,7 +12,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace ptq::io {
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace io {
 
 /// Writes `contents` to `path` atomically. On failure returns false, says why in `error`, and
 /// leaves any existing file at `path` untouched.
@@ -52,4 +56,6 @@ namespace ptq::io {
   return true;
 }
 
-}  // namespace ptq::io
+}  // namespace io
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -10,10 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/layer.hpp"
 
-namespace ptq::io {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace io {
 
 /// One manifest entry: the session's description plus what an engine needs to run it and what
 /// a writer needs to put tensors back under their names.
@@ -250,4 +253,6 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
   return true;
 }
 
-}  // namespace ptq::io
+}  // namespace io
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

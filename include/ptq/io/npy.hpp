@@ -21,7 +21,11 @@
 #include <variant>
 #include <vector>
 
-namespace ptq::io {
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace io {
 
 enum class npy_errc {
   open_failed,
@@ -331,4 +335,6 @@ inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
   return true;
 }
 
-}  // namespace ptq::io
+}  // namespace io
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

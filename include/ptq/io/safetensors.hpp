@@ -17,9 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/io/atomic_file.hpp"
 
-namespace ptq::io {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace io {
 
 /// One tensor's header entry; `begin`/`end` are byte offsets into the data section.
 struct safetensors_entry {
@@ -310,4 +313,6 @@ struct named_tensor {
   return write_file_atomic(path, format_safetensors(tensors, metadata), error);
 }
 
-}  // namespace ptq::io
+}  // namespace io
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -12,9 +12,12 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/fast_math.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// The per-weight state of AdaRound (structure of arrays, n entries each).
 struct ada_arrays {
@@ -235,4 +238,6 @@ double ada_step_simd(const ada_arrays& s, std::size_t n, const float* gw,
                        : detail::ada_step_simd_impl<Arch, false>(s, n, gw, p);
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ptq/core/abi.hpp"
+
 // The polynomials must be inlined into the kernels' loops: an out-of-line call passes every
 // batch through memory and costs more than the polynomial (GCC's size heuristics decline).
 #if defined(__GNUC__) || defined(__clang__)
@@ -20,7 +22,9 @@
 #define PTQ_ALWAYS_INLINE inline
 #endif
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 namespace fm {
 
 // The primitives, once for float and once for a batch.
@@ -148,4 +152,6 @@ template <class V>
   return (f + y) + e * V(0.693359375f);
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -14,9 +14,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// One GEMM: C[i][j] = (accumulate ? C[i][j] : 0) + sum_q A(i,q)·B(q,j) for i < m, j < n, q < k,
 /// where A(i,q) = a[i*lda + q] (a[q*lda + i] if trans_a) and B(q,j) = b[q*ldb + j]
@@ -297,4 +300,6 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
   }
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -18,9 +18,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// One candidate's constants (computed once, in float32, by the caller).
 struct hfmg_loss_params {
@@ -247,4 +250,6 @@ template <class Arch>
   }
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

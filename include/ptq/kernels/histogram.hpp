@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// The float32 bin geometry of one histc call.
 struct bin_geometry {
@@ -125,4 +128,6 @@ void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size
   histogram_ref(x + i, n - i, lo, hi, bins, counts);
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/ada_update.hpp"
 #include "ptq/kernels/gemm.hpp"
 #include "ptq/kernels/hfmg_loss.hpp"
@@ -25,7 +26,9 @@
 #include "ptq/kernels/quantize.hpp"
 #include "ptq/kernels/topk.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// Function pointers to every kernel of one arch (or to the scalar references).
 struct kernel_set {
@@ -147,7 +150,9 @@ void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
     th.join();
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq
 
 /// Declares the AVX2 / AVX-512 kernel sets extern (defined in *_avx2.cpp / *_avx512.cpp TUs).
 #define PTQ_KERNELS_EXTERN_AVX2                                                                    \

@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstddef>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// Result of a min/max scan. `first_bad` is the index of the first NaN or ±Inf, or n when every
 /// element is finite; min/max are only meaningful when first_bad == n. An empty range gives
@@ -119,4 +122,6 @@ template <class Arch>
   return t > m ? t : m;
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -27,10 +27,13 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/minmax.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// One IFMR candidate: clip range and scale.
 struct mse_candidate {
@@ -331,4 +334,6 @@ void candidate_mse_simd(const float* x, std::size_t n, const mse_candidate* cand
   }
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -8,9 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// The affine quantizer of one tensor or one channel.
 struct quantizer {
@@ -79,4 +82,6 @@ void quantize_simd(const float* x, std::size_t n, const quantizer& qz, Int* out)
   quantize_ref(x + i, n - i, qz, out + i);
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -9,7 +9,11 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace ptq::kernels {
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// Every double-accumulating kernel sums into this many striped lanes (element i goes to lane
 /// i % 16) and then adds the lanes in order 0..15. sse2, avx2 and avx512 all map onto it, so the
@@ -143,4 +147,6 @@ template <class Arch>
 }
 
 }  // namespace detail
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -10,9 +10,12 @@
 #include <functional>
 #include <vector>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
 
-namespace ptq::kernels {
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
 
 /// k-th largest and k-th smallest (1-based) of the same range.
 struct extremes_result {
@@ -112,4 +115,6 @@ template <class Arch>
   return r;
 }
 
-}  // namespace ptq::kernels
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -11,9 +11,11 @@
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/config/resolve.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// AdaRound samples of one layer: the geometry they fit and `count` per-sample inputs.
 struct ada_samples {
@@ -35,9 +37,9 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
 
 /// The samples of `input` for layer `d` (Conv2d / ConvTranspose2d: [N, Cin, H, W], N samples;
 /// Linear: [..., Cin], every row a sample), divided by the DMQ `factors` (empty: none).
-[[nodiscard]] inline numeric_result<ada_samples> ada_samples_of(const layer_desc& d,
-                                                                const tensor_ref& input,
-                                                                const std::vector<float>& factors) {
+[[nodiscard]] inline result<ada_samples> ada_samples_of(const layer_desc& d,
+                                                        const tensor_ref& input,
+                                                        const std::vector<float>& factors) {
   const std::string at = d.name + " AdaRound input " + shape_string(input.shape) + ": ";
   ada_samples out;
   layer_geometry& g = out.geometry;
@@ -47,14 +49,14 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
   g.groups = d.conv.groups;
   if (d.type == layer_type::linear) {
     if (input.shape.empty() || input.shape.back() != g.in_channels) {
-      return make_numeric_error(numeric_errc::shape_mismatch, at + "the last axis must be Cin = " +
-                                                                  std::to_string(g.in_channels));
+      return make_error(errc::shape_mismatch,
+                        at + "the last axis must be Cin = " + std::to_string(g.in_channels));
     }
     out.count = input.size() / g.in_channels;
   } else if (d.type == layer_type::conv2d || d.type == layer_type::conv_transpose2d) {
     if (input.shape.size() != 4 || input.shape[1] != g.in_channels) {
-      return make_numeric_error(numeric_errc::shape_mismatch,
-                                at + "expected [N, " + std::to_string(g.in_channels) + ", H, W]");
+      return make_error(errc::shape_mismatch,
+                        at + "expected [N, " + std::to_string(g.in_channels) + ", H, W]");
     }
     out.count = input.shape[0];
     g.in_h = input.shape[2];
@@ -66,17 +68,16 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
     detail::attribute_pair(d.conv.dilation, 1, g.dilation_h, g.dilation_w);
     detail::attribute_pair(d.conv.output_padding, 0, g.output_padding_h, g.output_padding_w);
   } else {
-    return make_numeric_error(numeric_errc::invalid_argument,
-                              d.name +
-                                  ": AdaRound quantizes Conv2d, ConvTranspose2d and Linear, not " +
-                                  std::string(to_string(d.type)));
+    return make_error(errc::invalid_argument,
+                      d.name + ": AdaRound quantizes Conv2d, ConvTranspose2d and Linear, not " +
+                          std::string(to_string(d.type)));
   }
   if (auto st = validate_geometry(g); !st)
-    return make_numeric_error(st.error().code, at + st.error().message);
+    return make_error(st.error().code, at + st.error().message);
   out.data.assign(input.data, input.data + input.size());
   if (!factors.empty()) {
     if (auto st = dmq_apply_to_activation(out.data.data(), input.shape, d.type, factors); !st)
-      return make_numeric_error(st.error().code, at + st.error().message);
+      return make_error(st.error().code, at + st.error().message);
   }
   return out;
 }
@@ -96,7 +97,7 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
 
 /// AdaRound of layer `d` (weights fused and balanced by `factors`) on the samples of `input`,
 /// with the target act(float layer) computed on `float_input`, or on `input` when null.
-[[nodiscard]] inline numeric_result<ada_result> ada_quantize_layer(
+[[nodiscard]] inline result<ada_result> ada_quantize_layer(
     const layer_desc& d, const std::vector<float>& factors, const tensor_ref& input,
     const tensor_ref* float_input, const ada_settings& s, const kernels::kernel_set& k) {
   auto samples = ada_samples_of(d, input, factors);
@@ -126,4 +127,5 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
   return ada_round(p, s, k);
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -14,8 +14,10 @@
 #include "ptq/algorithms/activation_fn.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/config/layer_types.hpp"
+#include "ptq/core/abi.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Convolution attributes (PyTorch names; empty vectors mean stride 1, padding 0, dilation 1).
 struct conv_attributes {
@@ -61,4 +63,5 @@ struct layer_desc {
   return s[0];
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

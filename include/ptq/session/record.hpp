@@ -16,10 +16,12 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/parser.hpp"
 #include "ptq/config/text_tree.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/detail/text_escape.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// `SingleLayerRecord`: one layer's calibration result.
 struct layer_record {
@@ -131,9 +133,11 @@ inline void record_line(std::string& out, int depth, const std::string& text) {
   return out;
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
 class record_binder : public text_binder<record_binder, float> {
@@ -162,7 +166,7 @@ class record_binder : public text_binder<record_binder, float> {
                 continue;
               bind_value(g.values.front().fields, e.value);  // a second block merges
             } else if (g.name == "kv_cache_value") {
-              error(diag_code::unknown_field,
+              error(errc::unknown_field,
                     "kv_cache_value records (KV-cache quantization) are not supported by ptq",
                     g.name_region);
             } else {
@@ -170,7 +174,7 @@ class record_binder : public text_binder<record_binder, float> {
             }
           }
           if (!has_key) {
-            error(diag_code::record_missing_field, "record entry without a key", f.name_region);
+            error(errc::record_missing_field, "record entry without a key", f.name_region);
             continue;
           }
           rec.records.push_back(std::move(e));
@@ -215,7 +219,7 @@ class record_binder : public text_binder<record_binder, float> {
       } else if (n == "fakequant_precision_mode") {
         bind_scalar(f, fq_mode, &base::to_string_value);
       } else if (n == "scale_h" || n == "offset_h" || n == "scale_r" || n == "offset_r") {
-        error(diag_code::unknown_field,
+        error(errc::unknown_field,
               "field '" + n +
                   "' belongs to recurrent layers (GRU/LSTM), which ptq does not calibrate",
               f.name_region);
@@ -252,7 +256,7 @@ inline bool positive_finite(float v) noexcept {
 inline void validate_record(const record_file& rec, const std::vector<record_layer_shape>* layers,
                             const std::vector<source_region>& where,
                             std::vector<diagnostic>& diags) {
-  auto fail = [&](diag_code code, std::size_t i, std::string message) {
+  auto fail = [&](errc code, std::size_t i, std::string message) {
     diags.push_back({code,
                      severity::error,
                      "record '" + rec.records[i].key + "': " + std::move(message),
@@ -264,7 +268,7 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
     const auto& r = e.value;
     for (std::size_t j = 0; j < i; ++j) {
       if (rec.records[j].key == e.key) {
-        fail(diag_code::record_duplicate_key, i, "the key appears twice");
+        fail(errc::record_duplicate_key, i, "the key appears twice");
         break;
       }
     }
@@ -275,76 +279,75 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
           shape = &l;
       }
       if (!shape)
-        fail(diag_code::record_unknown_layer, i, "no quantizable layer has this name");
+        fail(errc::record_unknown_layer, i, "no quantizable layer has this name");
     }
     const std::string act = r.act_type.value_or("INT8");
     const std::string wts = r.wts_type.value_or("INT8");
     if (act != "INT4" && act != "INT8" && act != "INT16") {
-      fail(diag_code::record_value_invalid, i,
-           "act_type \"" + act + "\" is not INT4, INT8 or INT16");
+      fail(errc::record_value_invalid, i, "act_type \"" + act + "\" is not INT4, INT8 or INT16");
     }
     if (wts != "INT4" && wts != "INT6" && wts != "INT7" && wts != "INT8") {
-      fail(diag_code::record_value_invalid, i,
+      fail(errc::record_value_invalid, i,
            "wts_type \"" + wts + "\" is not INT4, INT6, INT7 or INT8");
     }
     if (act == "INT4" && e.key.find("AvgPool") != std::string::npos) {
-      fail(diag_code::record_value_invalid, i, "an AvgPool layer cannot take INT4 activations");
+      fail(errc::record_value_invalid, i, "an AvgPool layer cannot take INT4 activations");
     }
     if (!r.scale_d)
-      fail(diag_code::record_missing_field, i, "scale_d is missing");
+      fail(errc::record_missing_field, i, "scale_d is missing");
     if (r.scale_d && !detail::positive_finite(*r.scale_d)) {
-      fail(diag_code::record_value_invalid, i, "scale_d must be finite and greater than 0");
+      fail(errc::record_value_invalid, i, "scale_d must be finite and greater than 0");
     }
     if (!r.offset_d)
-      fail(diag_code::record_missing_field, i, "offset_d is missing");
+      fail(errc::record_missing_field, i, "offset_d is missing");
     if (r.offset_d) {
       const bool wide = act == "INT16";
       const std::int32_t lo = wide ? -32768 : -128;
       const std::int32_t hi = wide ? 32767 : 127;
       if (*r.offset_d < lo || *r.offset_d > hi) {
-        fail(diag_code::record_value_invalid, i,
+        fail(errc::record_value_invalid, i,
              "offset_d " + std::to_string(*r.offset_d) + " is outside [" + std::to_string(lo) +
                  ", " + std::to_string(hi) + "] for act_type " + act);
       }
     }
     for (const float s : r.scale_w) {
       if (!detail::positive_finite(s)) {
-        fail(diag_code::record_value_invalid, i, "every scale_w must be finite and greater than 0");
+        fail(errc::record_value_invalid, i, "every scale_w must be finite and greater than 0");
         break;
       }
     }
     for (const auto o : r.offset_w) {
       if (o != 0) {
-        fail(diag_code::record_value_invalid, i, "offset_w must be 0 (weights are symmetric)");
+        fail(errc::record_value_invalid, i, "offset_w must be 0 (weights are symmetric)");
         break;
       }
     }
     if (r.scale_w.size() != r.offset_w.size()) {
-      fail(diag_code::record_length_mismatch, i,
+      fail(errc::record_length_mismatch, i,
            std::to_string(r.scale_w.size()) + " scale_w but " + std::to_string(r.offset_w.size()) +
                " offset_w");
     } else if (shape && shape->cout != 0 && r.scale_w.size() != 1 &&
                r.scale_w.size() != shape->cout) {
-      fail(diag_code::record_length_mismatch, i,
+      fail(errc::record_length_mismatch, i,
            std::to_string(r.scale_w.size()) +
                " scale_w; expected 1 or Cout = " + std::to_string(shape->cout));
     }
     for (const auto b : r.shift_bit) {
       if (b > 16) {
-        fail(diag_code::record_value_invalid, i, "shift_bit values must be 0 or in [1, 16]");
+        fail(errc::record_value_invalid, i, "shift_bit values must be 0 or in [1, 16]");
         break;
       }
     }
     if (!r.tensor_balance_factor.empty()) {
       if (shape && shape->cin != 0 && r.tensor_balance_factor.size() != shape->cin) {
-        fail(diag_code::record_length_mismatch, i,
+        fail(errc::record_length_mismatch, i,
              std::to_string(r.tensor_balance_factor.size()) +
                  " tensor_balance_factor; expected Cin = " + std::to_string(shape->cin));
       }
       constexpr float eps = std::numeric_limits<float>::epsilon();
       for (const float f : r.tensor_balance_factor) {
         if (!(f >= eps && f <= 1.0f / eps)) {
-          fail(diag_code::record_value_invalid, i,
+          fail(errc::record_value_invalid, i,
                "tensor_balance_factor values must be in [FLT_EPSILON, 1/FLT_EPSILON]");
           break;
         }
@@ -373,4 +376,5 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
   return result<record_file>(std::move(rec), std::move(diags));
 }
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

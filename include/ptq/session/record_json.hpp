@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,9 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ptq/core/abi.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 inline void to_json(nlohmann::ordered_json& j, const layer_record& r) {
   j = nlohmann::ordered_json::object();
@@ -178,7 +179,7 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
     detail::record_from_json(j, rec, error);
   if (!error.empty()) {
     return result<record_file>(
-        std::vector<diagnostic>{{diag_code::record_value_invalid, severity::error, error, {}, {}}});
+        std::vector<diagnostic>{{errc::record_value_invalid, severity::error, error, {}, {}}});
   }
   std::vector<diagnostic> diags;
   validate_record(rec, layers, {}, diags);
@@ -187,14 +188,15 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
   return result<record_file>(std::move(rec), std::move(diags));
 }
 
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-/// nlohmann `from_json`; throws `std::invalid_argument` when the record breaks the rules.
+#if PTQ_EXCEPTIONS
+/// nlohmann `from_json`; throws `ptq::exception` when the record breaks the rules.
 inline void from_json(const nlohmann::ordered_json& j, record_file& rec) {
   auto r = try_read_record_json(j.dump());
   if (!r)
-    throw std::invalid_argument(format_diagnostics(r.diagnostics(), {}, "record"));
+    throw exception(r.diagnostics(), format_diagnostics(r.diagnostics(), {}, "record"));
   rec = std::move(r).value();
 }
 #endif
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -30,11 +30,13 @@
 #include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/config/resolve.hpp"
+#include "ptq/core/abi.hpp"
 #include "ptq/session/ada_layer.hpp"
 #include "ptq/session/layer.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
 
 /// Signal-to-quantization-noise ratio of `q` against `x` in dB (inf when they are equal).
 [[nodiscard]] inline double sqnr_db(const float* x, const float* q, std::size_t n) noexcept {
@@ -123,7 +125,7 @@ class calibration_session {
       sl.plan = *s.plan_.find(l.name);
       sl.desc = std::move(l);
       if (auto err = check_layer(sl.desc); !err.empty()) {
-        diags.push_back({diag_code::session_layer_invalid, severity::error, err, {}, {}});
+        diags.push_back({errc::session_layer_invalid, severity::error, err, {}, {}});
       }
       s.layers_.push_back(std::move(sl));
     }
@@ -157,7 +159,7 @@ class calibration_session {
   }
 
   /// Phase 2: one input batch of a DMQ layer; computes its balance factors.
-  [[nodiscard]] numeric_status feed_dmq(std::string_view name, const tensor_ref& input) {
+  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_ref& input) {
     session_layer* l = nullptr;
     if (auto st = lookup(name, session_phase::dmq, "feed_dmq", l); !st)
       return st;
@@ -184,14 +186,14 @@ class calibration_session {
              return needs_dmq(x) && !x.balance_factors.empty();
            }),
            dmq_layers().size());
-    return numeric_ok{};
+    return {};
   }
 
   /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
   /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
   /// with; the AdaRound layers (`ada_layers()`) keep their float (balanced) weight until
   /// `quantize_ada`, and the activation phase starts after the last of them.
-  [[nodiscard]] numeric_status quantize_weights() {
+  [[nodiscard]] result<> quantize_weights() {
     if (phase_ != session_phase::dmq)
       return fail("quantize_weights: the weights are already quantized");
     for (const auto& l : layers_) {
@@ -215,7 +217,7 @@ class calibration_session {
     }
     if (ada_layers().empty())
       start_activations();
-    return numeric_ok{};
+    return {};
   }
 
   /// The enabled layers whose weights AdaRound quantizes, in model order; after
@@ -235,8 +237,8 @@ class calibration_session {
   /// layer's float output through its activation on `float_input` (the input with every
   /// AdaRound layer in float), or on `input` when that is null. Inputs are divided by the DMQ
   /// factors here, as in `feed`.
-  [[nodiscard]] numeric_status quantize_ada(std::string_view name, const tensor_ref& input,
-                                            const tensor_ref* float_input = nullptr) {
+  [[nodiscard]] result<> quantize_ada(std::string_view name, const tensor_ref& input,
+                                      const tensor_ref* float_input = nullptr) {
     session_layer* l = nullptr;
     if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
       return st;
@@ -253,10 +255,10 @@ class calibration_session {
       if (auto st = check_input(*l, *float_input); !st)
         return st;
       if (float_input->shape != input.shape) {
-        return make_numeric_error(numeric_errc::shape_mismatch,
-                                  std::string(name) + ": the float input " +
-                                      shape_string(float_input->shape) + " and the input " +
-                                      shape_string(input.shape) + " differ in shape");
+        return make_error(errc::shape_mismatch, std::string(name) + ": the float input " +
+                                                    shape_string(float_input->shape) +
+                                                    " and the input " + shape_string(input.shape) +
+                                                    " differ in shape");
       }
     }
     ada_settings as = ada_settings_of(*l->plan.weight);
@@ -283,7 +285,7 @@ class calibration_session {
     report(session_phase::weights, l->desc.name, done, total);
     if (pending_ada.size() == 1)
       start_activations();
-    return numeric_ok{};
+    return {};
   }
 
  private:
@@ -325,7 +327,7 @@ class calibration_session {
   /// Phase 4: one calibration batch of a layer's input (the engine's float activations). The
   /// session divides it by the DMQ factors and observes it; after `batch_num` batches the layer
   /// is finalized.
-  [[nodiscard]] numeric_status feed(std::string_view name, const tensor_ref& input) {
+  [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input) {
     session_layer* l = nullptr;
     // Once every layer is done, a further batch is still "more than batch_num" for its layer.
     const session_phase want =
@@ -341,7 +343,7 @@ class calibration_session {
     }
     if (auto st = check_input(*l, input); !st)
       return st;
-    numeric_status st = numeric_ok{};
+    result<> st;
     if (!l->balance_factors.empty()) {
       std::vector<float> scaled(input.data, input.data + input.size());
       st = dmq_apply_to_activation(scaled.data(), input.shape, l->desc.type, l->balance_factors);
@@ -365,7 +367,7 @@ class calibration_session {
     report(session_phase::activations, l->desc.name, done, total);
     if (done == total)
       phase_ = session_phase::done;
-    return numeric_ok{};
+    return {};
   }
 
   /// Layers still waiting for activation batches.
@@ -379,13 +381,13 @@ class calibration_session {
   }
 
   /// The toolkit's record (spec §6) once every enabled layer is calibrated.
-  [[nodiscard]] numeric_result<record_file> record() const {
+  [[nodiscard]] result<record_file> record() const {
     if (phase_ != session_phase::done) {
       const auto p = pending();
-      return make_numeric_error(numeric_errc::no_data,
-                                "record: layer '" + (p.empty() ? std::string("?") : p.front()) +
-                                    "' has not seen its " + std::to_string(plan_.batch_num) +
-                                    " batch(es) yet");
+      return make_error(errc::no_data, "record: layer '" +
+                                           (p.empty() ? std::string("?") : p.front()) +
+                                           "' has not seen its " + std::to_string(plan_.batch_num) +
+                                           " batch(es) yet");
     }
     record_file rec;
     for (const auto& l : layers_) {
@@ -409,8 +411,8 @@ class calibration_session {
  private:
   calibration_session() = default;
 
-  static numeric_status fail(std::string message) {
-    return make_numeric_error(numeric_errc::invalid_argument, std::move(message));
+  static result<> fail(std::string message) {
+    return make_error(errc::invalid_argument, std::move(message));
   }
 
   template <class Pred>
@@ -427,8 +429,8 @@ class calibration_session {
       options_.on_progress(progress_event{ph, layer, done, total});
   }
 
-  numeric_status lookup(std::string_view name, session_phase want, const char* what,
-                        session_layer*& out) {
+  result<> lookup(std::string_view name, session_phase want, const char* what,
+                  session_layer*& out) {
     for (auto& l : layers_) {
       if (l.desc.name == name)
         out = &l;
@@ -442,7 +444,7 @@ class calibration_session {
                   names[static_cast<int>(phase_)] + " phase, not the " +
                   names[static_cast<int>(want)] + " phase");
     }
-    return numeric_ok{};
+    return {};
   }
 
   // Shape checks of a layer description; empty when fine.
@@ -471,25 +473,25 @@ class calibration_session {
     return {};
   }
 
-  numeric_status check_input(const session_layer& l, const tensor_ref& x) const {
+  result<> check_input(const session_layer& l, const tensor_ref& x) const {
     const std::string at = l.desc.name + " input " + shape_string(x.shape) + ": ";
     if (x.size() == 0)
-      return make_numeric_error(numeric_errc::empty_tensor, at + "empty tensor");
+      return make_error(errc::empty_tensor, at + "empty tensor");
     if (l.desc.type == layer_type::avg_pool2d) {
       if (x.shape.size() != 4)
-        return make_numeric_error(numeric_errc::shape_mismatch, at + "AvgPool2d takes NCHW input");
-      return numeric_ok{};
+        return make_error(errc::shape_mismatch, at + "AvgPool2d takes NCHW input");
+      return {};
     }
     const std::size_t cin = layer_input_channels(l.desc);
     const bool last = l.desc.type == layer_type::linear;
     const std::size_t got = last ? x.shape.back() : (x.shape.size() >= 2 ? x.shape[1] : 0);
     if (got != cin) {
-      return make_numeric_error(numeric_errc::shape_mismatch,
-                                at + "has " + std::to_string(got) + " input channels (axis " +
-                                    (last ? std::string("-1") : std::string("1")) +
-                                    "); the layer takes " + std::to_string(cin));
+      return make_error(errc::shape_mismatch, at + "has " + std::to_string(got) +
+                                                  " input channels (axis " +
+                                                  (last ? std::string("-1") : std::string("1")) +
+                                                  "); the layer takes " + std::to_string(cin));
     }
-    return numeric_ok{};
+    return {};
   }
 
   void fuse(std::vector<diagnostic>& diags) {
@@ -511,9 +513,9 @@ class calibration_session {
         auto f = fuse_conv_bn(w, b, cout, *l.desc.batch_norm, l.desc.name);
         if (!f) {
           diags.push_back(
-              {diag_code::session_layer_invalid, severity::error, f.error().message, {}, {}});
+              {errc::session_layer_invalid, severity::error, f.error().message, {}, {}});
         } else if (!is_finite(f.value())) {
-          diags.push_back({diag_code::fusion_skipped,
+          diags.push_back({errc::fusion_skipped,
                            severity::warning,
                            "layer '" + l.desc.name +
                                "': Conv+BN fusion skipped, the fused values would not be finite",
@@ -531,10 +533,10 @@ class calibration_session {
     }
   }
 
-  numeric_status quantize_layer_weights(session_layer& l) {
+  result<> quantize_layer_weights(session_layer& l) {
     if (l.desc.type == layer_type::avg_pool2d) {
       l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // spec §5.8
-      return numeric_ok{};
+      return {};
     }
     const auto op = l.desc.type;
     std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
@@ -546,7 +548,7 @@ class calibration_session {
       }
     }
     if (is_ada(l))
-      return numeric_ok{};  // learned later by quantize_ada, from the engine's samples
+      return {};  // learned later by quantize_ada, from the engine's samples
     weight_settings ws;
     if (l.plan.weight) {
       ws.algo = l.plan.weight->algo;
@@ -567,7 +569,7 @@ class calibration_session {
     }
     l.weight_sqnr_db = sqnr_db(before.data(), l.desc.weight.data(), before.size());
     l.weight_params = std::move(p).value();
-    return numeric_ok{};
+    return {};
   }
 
   session_options options_;
@@ -577,4 +579,5 @@ class calibration_session {
   std::vector<session_layer> layers_;
 };
 
+}  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq
