@@ -22,9 +22,8 @@
 #include "numeric_io.hpp"
 #include "ptq/config_json.hpp"
 #include "ptq/io/atomic_file.hpp"
-#include "ptq/io/manifest.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/record_json.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/session.hpp"
 
 namespace fs = std::filesystem;
@@ -179,9 +178,10 @@ nlohmann::ordered_json json_rows(const std::vector<row>& rows) {
 // The fake-quantized weights under the weights file's names: each quantized layer's weight
 // replaced (divided back by its DMQ factors, so the float model runs unchanged), a fused conv's
 // weight and bias replaced by the fused ones and its BatchNorm tensors left out.
-bool write_fake_quant_weights(const std::string& path, const ptq::io::safetensors_file& weights,
-                              const ptq::io::model_manifest& model,
-                              const ptq::calibration_session& s, std::string& err) {
+ptq::result<> write_fake_quant_weights(const std::string& path,
+                                       const ptq::io::safetensors_file& weights,
+                                       const ptq::model_manifest& model,
+                                       const ptq::calibration_session& s) {
   std::vector<std::string> drop;
   std::vector<ptq::io::named_tensor> replaced;
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
@@ -217,16 +217,14 @@ bool write_fake_quant_weights(const std::string& path, const ptq::io::safetensor
       replaced.erase(it);
       continue;
     }
-    ptq::io::float_tensor t;
-    if (!weights.get(e.name, t, err)) {
-      err.clear();  // non-float tensors (e.g. num_batches_tracked) are left out
-      continue;
-    }
-    out.push_back({e.name, t.shape, std::move(t.data)});
+    auto t = weights.get(e.name);
+    if (!t)
+      continue;  // non-float tensors (e.g. num_batches_tracked) are left out
+    out.push_back({e.name, t->shape, std::move(t->data)});
   }
   for (auto& t : replaced)
     out.push_back(std::move(t));  // a fused bias the conv did not have
-  return ptq::io::write_safetensors(path, out, err);
+  return ptq::io::write_safetensors(path, out);
 }
 
 // Locates the bundled example (next to the source tree the binary was built from, or below
@@ -254,21 +252,20 @@ fs::path find_digits() {
   return {};
 }
 
-bool write_outputs(const calibrate_args& a, const ptq::calibration_session& s,
-                   const ptq::record_file& rec, const ptq::io::safetensors_file& weights,
-                   const ptq::io::model_manifest& model, std::string& err) {
-  if (!a.record.empty() && !ptq::io::write_file_atomic(a.record, ptq::write_record(rec), err)) {
-    return false;
+ptq::result<> write_outputs(const calibrate_args& a, const ptq::calibration_session& s,
+                            const ptq::record_file& rec, const ptq::io::safetensors_file& weights,
+                            const ptq::model_manifest& model) {
+  if (!a.record.empty()) {
+    if (auto r = ptq::io::write_file_atomic(a.record, ptq::write_record(rec)); !r)
+      return r;
   }
-  if (!a.quant_config.empty() &&
-      !ptq::io::write_file_atomic(a.quant_config, ptq::to_toolkit_json(s.plan()), err)) {
-    return false;
+  if (!a.quant_config.empty()) {
+    if (auto r = ptq::io::write_file_atomic(a.quant_config, ptq::to_toolkit_json(s.plan())); !r)
+      return r;
   }
-  if (!a.fake_quant_weights.empty() &&
-      !write_fake_quant_weights(a.fake_quant_weights, weights, model, s, err)) {
-    return false;
-  }
-  return true;
+  if (!a.fake_quant_weights.empty())
+    return write_fake_quant_weights(a.fake_quant_weights, weights, model, s);
+  return {};
 }
 
 int report(const calibrate_args& a, const ptq::calibration_session& s,
@@ -345,8 +342,8 @@ int run_bundled(calibrate_args a, ptq::session_options opt) {
   std::cerr << ptq::format_diagnostics(r.diagnostics, cfg->text, a.config);
   if (!r.error.empty())
     return error(r.error);
-  if (!write_outputs(a, *r.session, r.record, d.weights, d.model, err))
-    return error(err);
+  if (auto w = write_outputs(a, *r.session, r.record, d.weights, d.model); !w)
+    return error(w.error().message);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report(a, *r.session, r.activation_sqnr_db, &r.fp32_accuracy, &r.quant_accuracy, secs);
 }
@@ -362,15 +359,17 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
   if (!cfg)
     return ptq_cli::exit_error;
   std::string err;
-  ptq::io::safetensors_file weights;
-  if (!ptq::io::read_safetensors(a.weights, weights, err))
-    return error(err);
+  auto read_weights = ptq::io::read_safetensors(a.weights);
+  if (!read_weights)
+    return error(read_weights.error().message);
+  const ptq::io::safetensors_file weights = std::move(read_weights).value();
   std::string manifest_text;
   if (!ptq::read_text_file(a.model, manifest_text))
     return error("cannot read '" + a.model + "'");
-  ptq::io::model_manifest model;
-  if (!ptq::io::parse_manifest(manifest_text, weights, model, err))
-    return error(a.model + ": " + err);
+  auto parsed_model = ptq::parse_manifest(manifest_text, weights);
+  if (!parsed_model)
+    return error(a.model + ": " + parsed_model.error().message);
+  const ptq::model_manifest model = std::move(parsed_model).value();
   std::vector<ptq::layer_desc> descs;
   for (const auto& m : model.layers)
     descs.push_back(m.desc);
@@ -386,14 +385,19 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
   }
   std::vector<ptq::io::safetensors_file> batches(need);
   for (std::size_t b = 0; b < need; ++b) {
-    if (!ptq::io::read_safetensors(a.batches[b], batches[b], err))
-      return error(err);
+    auto read = ptq::io::read_safetensors(a.batches[b]);
+    if (!read)
+      return error(read.error().message);
+    batches[b] = std::move(read).value();
   }
   auto input = [&](std::size_t b, const std::string& layer, ptq::io::float_tensor& t) {
-    if (!batches[b].get(layer, t, err)) {
-      err = a.batches[b] + ": " + err + " (each batch file holds every quantizable layer's input)";
+    auto got = batches[b].get(layer);
+    if (!got) {
+      err = a.batches[b] + ": " + got.error().message +
+            " (each batch file holds every quantizable layer's input)";
       return false;
     }
+    t = std::move(got).value();
     return true;
   };
   ptq::io::float_tensor t;
@@ -412,14 +416,17 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
       return error("layer '" + ada.front() +
                    "' uses ada_quantize: give its input samples with --ada-data FILE");
     }
-    ptq::io::safetensors_file samples;
-    if (!ptq::io::read_safetensors(a.ada_data, samples, err))
-      return error(err);
+    auto read_samples = ptq::io::read_safetensors(a.ada_data);
+    if (!read_samples)
+      return error(read_samples.error().message);
+    const ptq::io::safetensors_file samples = std::move(read_samples).value();
     for (const auto& name : ada) {
-      if (!samples.get(name, t, err)) {
-        return error(a.ada_data + ": " + err +
+      auto got = samples.get(name);
+      if (!got) {
+        return error(a.ada_data + ": " + got.error().message +
                      " (--ada-data holds each AdaRound layer's input samples under its name)");
       }
+      t = std::move(got).value();
       if (auto st = s.quantize_ada(name, ptq::tensor_ref{t.data.data(), t.shape,
                                                          name + " samples (" + a.ada_data + ")"});
           !st) {
@@ -461,8 +468,8 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
                           l.activation_params->bits);
     asqnr[i] = ptq::sqnr_db(before.data(), x.data(), x.size());
   }
-  if (!write_outputs(a, s, rec.value(), weights, model, err))
-    return error(err);
+  if (auto w = write_outputs(a, s, rec.value(), weights, model); !w)
+    return error(w.error().message);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report(a, s, asqnr, nullptr, nullptr, secs);
 }
