@@ -14,8 +14,8 @@ struct arch_kernels {
   bool fused = false;
 };
 
-arch_kernels avx2_kernels();    // layers_avx2.cpp
-arch_kernels avx512_kernels();  // layers_avx512.cpp
+arch_kernels avx2_kernels();    // arch_kernels_avx2.cpp
+arch_kernels avx512_kernels();  // arch_kernels_avx512.cpp
 
 /// Every SIMD kernel set the machine supports (never the scalar references).
 inline std::vector<arch_kernels> available_kernels() {

@@ -1,4 +1,5 @@
-// AVX2 + FMA kernels for the tests (compiled with -mavx2 -mfma; called after a runtime check).
+// AVX2 + FMA kernel sets with their GEMM fused flag (arch_kernels.hpp); compiled with -mavx2
+// -mfma, called after a runtime check.
 #include "arch_kernels.hpp"
 
 namespace ptq_layers_test {

@@ -1,4 +1,5 @@
-// AVX-512 kernels for the tests (compiled with the AVX-512 flags; called after a runtime check).
+// AVX-512 kernel sets with their GEMM fused flag (arch_kernels.hpp); compiled with the AVX-512
+// flags, called after a runtime check.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
