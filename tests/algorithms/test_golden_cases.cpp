@@ -59,10 +59,18 @@ struct case_args {
 case_args parse_args(const std::vector<std::string>& args) {
   static const std::vector<std::string> flags{"--asymmetric", "--symmetric", "--fp16-scale",
                                               "--channel-wise", "--per-tensor"};
-  static const std::vector<std::string> options{
-      "--algo",           "--search-range-start", "--search-range-end", "--search-step",
-      "--max-percentile", "--min-percentile",     "--bits",             "--candidates",
-      "--num-of-bins",    "--type",               "--groups",           "--alpha"};
+  static const std::vector<std::string> options{"--algo",
+                                                "--search-range-start",
+                                                "--search-range-end",
+                                                "--search-step",
+                                                "--max-percentile",
+                                                "--min-percentile",
+                                                "--bits",
+                                                "--candidates",
+                                                "--num-of-bins",
+                                                "--type",
+                                                "--groups",
+                                                "--alpha"};
   case_args a;
   REQUIRE(!args.empty());
   a.command = args[0];
@@ -128,8 +136,8 @@ case_output run_observe(const case_args& a, const std::vector<fs::path>& inputs,
   s.ifmr.asymmetric = asymmetric;
   const std::string candidates = a.text("--candidates", "toolkit");
   REQUIRE((candidates == "toolkit" || candidates == "inclusive"));
-  s.ifmr.candidates = candidates == "inclusive" ? ptq::candidate_rule::inclusive
-                                                : ptq::candidate_rule::toolkit;
+  s.ifmr.candidates =
+      candidates == "inclusive" ? ptq::candidate_rule::inclusive : ptq::candidate_rule::toolkit;
   s.hfmg.num_of_bins = static_cast<std::size_t>(a.number("--num-of-bins", 4096));
   s.hfmg.bits = bits;
   s.hfmg.asymmetric = asymmetric;

@@ -56,8 +56,8 @@ inline cli_result run_shell(const std::string& shell_args) {
   const std::string stem = "ptq_cli_test_" + std::to_string(::getpid());
   const fs::path out = fs::temp_directory_path() / (stem + ".out");
   const fs::path err = fs::temp_directory_path() / (stem + ".err");
-  const std::string cmd = shell_quote(tool) + " " + shell_args + " >" +
-                          shell_quote(out.string()) + " 2>" + shell_quote(err.string());
+  const std::string cmd = shell_quote(tool) + " " + shell_args + " >" + shell_quote(out.string()) +
+                          " 2>" + shell_quote(err.string());
   const int st = std::system(cmd.c_str());
   REQUIRE(st != -1);
   cli_result r;

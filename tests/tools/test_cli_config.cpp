@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "../support/run_cli.hpp"
 #include "../config/helpers.hpp"
+#include "../support/run_cli.hpp"
 
 namespace {
 

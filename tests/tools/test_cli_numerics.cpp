@@ -147,8 +147,8 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   CHECK(run_cli({"weights", "--type", "Bogus", wn.string()}).code == 2);
   CHECK(run_cli({"weights", "--type", "Conv1d", "--channel-wise", "--per-tensor", wn.string()})
             .code == 2);
-  CHECK(run_cli({"balance", "--alpha", "0.9", "--type", "Conv1d", an.string(), wn.string()})
-            .code == 2);
+  CHECK(run_cli({"balance", "--alpha", "0.9", "--type", "Conv1d", an.string(), wn.string()}).code ==
+        2);
   // weights: default granularity by type, fake-quant output
   auto def = run_cli({"weights", "--type", "Conv1d", wn.string()});
   REQUIRE(def.code == 0);
@@ -180,4 +180,3 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   for (const auto& p : {junk, an, wn, fq})
     fs::remove(p);
 }
-
