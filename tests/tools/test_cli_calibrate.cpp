@@ -12,7 +12,6 @@
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/record.hpp"
 
-#ifdef PTQ_CLI_PATH
 namespace {
 
 ptq_test::cli_result run(const std::string& args) {
@@ -226,4 +225,3 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
     CHECK(std::remove(f) == 0);
   }
 }
-#endif
