@@ -335,7 +335,10 @@ template <class Float = float>
     } handler;
     nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &handler);
     source_position at{1, 1};
-    for (std::size_t i = 0; i + 1 < handler.byte && i < text.size(); ++i) {
+    // nlohmann skips a leading byte order mark but counts it; columns count from after it, as
+    // format_diagnostic shows the line.
+    const std::size_t first = detail::starts_with_bom(text) ? detail::utf8_bom.size() : 0;
+    for (std::size_t i = first; i + 1 < handler.byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
         ++at.line;
         at.column = 1;
