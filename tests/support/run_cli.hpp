@@ -31,7 +31,8 @@ inline cli_result run_cli(const std::string& args) {
     r.out.append(buf, n);
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  (void)ptq::read_text_file(err_file, r.err);
+  if (auto err = ptq::read_text_file(err_file))
+    r.err = std::move(err).value();
   std::remove(err_file.c_str());
   return r;
 }
