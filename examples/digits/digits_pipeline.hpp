@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "digits_engine.hpp"
+#include "ptq/core/read_file.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/manifest.hpp"
 #include "ptq/session/session.hpp"
@@ -301,18 +302,12 @@ inline bool load_digits(const std::string& dir, digits_data& d, std::string& err
     return false;
   }
   d.weights = std::move(weights).value();
-  std::string text;
-  {
-    std::ifstream in(dir + "/manifest.json");
-    if (!in) {
-      error = "cannot read " + dir + "/manifest.json";
-      return false;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+  const auto text = ptq::read_file(dir + "/manifest.json", ptq::default_text_file_limit);
+  if (!text) {
+    error = text.error().message;
+    return false;
   }
-  auto model = ptq::parse_manifest(text, d.weights);
+  auto model = ptq::parse_manifest(text.value(), d.weights);
   if (!model) {
     error = model.error().message;
     return false;

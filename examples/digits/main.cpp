@@ -11,11 +11,12 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "examples/digits";
   const std::string config_path = argc > 2 ? argv[2] : dir + "/../configs/quant.cfg";
 
-  std::string text;
-  if (!ptq::read_text_file(config_path, text)) {
-    std::cerr << "cannot read " << config_path << '\n';
+  auto read = ptq::read_text_file(config_path);
+  if (!read) {
+    std::cerr << ptq::format_error(read.error());
     return 1;
   }
+  const std::string text = std::move(read).value();
   const auto config = ptq::try_parse_config(text);
   std::cerr << ptq::format_diagnostics(config.diagnostics(), text, config_path);
   if (!config)

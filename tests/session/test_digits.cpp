@@ -23,7 +23,8 @@ const digits::digits_data& data() {
 
 digits::pipeline_result compute(const std::string& config_file, unsigned threads) {
   std::string text;
-  REQUIRE(ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file, text));
+  text = ptq::value_or_throw(
+      ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
   const auto c = ptq::try_parse_config(text);
   REQUIRE(c.ok());
   ptq::session_options opt;

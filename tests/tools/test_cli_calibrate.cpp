@@ -55,7 +55,7 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   REQUIRE(r.code == 0);
   CHECK(r.err.find("ptq calibrate: dmq 1/3 conv1") != std::string::npos);  // plain progress
   std::string text;
-  REQUIRE(ptq::read_text_file("cal_record.txt", text));
+  text = ptq::value_or_throw(ptq::read_text_file("cal_record.txt"));
   const std::vector<ptq::record_layer_shape> shapes{
       {"conv1", 16, 1}, {"conv2", 32, 16}, {"pool", 0, 0}, {"fc", 10, 512}};
   const auto rec = ptq::try_parse_record(text, &shapes);
@@ -63,7 +63,7 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   REQUIRE(rec.ok());
   CHECK(rec.value().records.size() == 3);  // pool is skipped by the config
   CHECK(rec.value().find("fc")->tensor_balance_factor.size() == 512);
-  REQUIRE(ptq::read_text_file("cal_config.json", text));
+  text = ptq::value_or_throw(ptq::read_text_file("cal_config.json"));
   CHECK(text.rfind("{\n    \"version\":1,\n    \"batch_num\":2,", 0) == 0);
   const auto read = ptq::io::read_safetensors("cal_weights.safetensors");
   REQUIRE(read.ok());
@@ -79,8 +79,8 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
               " --record cal_record2.txt --threads 1 --quiet")
               .code == 0);
   std::string again;
-  REQUIRE(ptq::read_text_file("cal_record2.txt", again));
-  REQUIRE(ptq::read_text_file("cal_record.txt", text));
+  again = ptq::value_or_throw(ptq::read_text_file("cal_record2.txt"));
+  text = ptq::value_or_throw(ptq::read_text_file("cal_record.txt"));
   CHECK(again == text);
   for (const char* f :
        {"cal_record.txt", "cal_record2.txt", "cal_config.json", "cal_weights.safetensors"}) {
@@ -151,8 +151,8 @@ TEST_CASE("ptq calibrate with AdaRound: --ada-data, --seed, progress and errors"
   CHECK(r.out.find("\"ada_seed\": 7") != std::string::npos);
   CHECK(r.err.find("ada conv2") == std::string::npos);  // --quiet
   std::string a, b;
-  REQUIRE(ptq::read_text_file("ada_w7.safetensors", a));
-  REQUIRE(ptq::read_text_file("ada_w7b.safetensors", b));
+  a = ptq::value_or_throw(ptq::read_text_file("ada_w7.safetensors"));
+  b = ptq::value_or_throw(ptq::read_text_file("ada_w7b.safetensors"));
   CHECK(a == b);  // the same seed: the same weights, byte for byte
   CHECK(run(ok + " --quiet --json").out.find("\"ada_seed\": 0") != std::string::npos);
   r = run(ok + " --seed -3");
@@ -196,7 +196,7 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   REQUIRE(r.code == 0);
   CHECK(r.out.find("\"algorithms\": \"ada/ifmr\"") != std::string::npos);
   std::string text;
-  REQUIRE(ptq::read_text_file("deconv_record.txt", text));
+  text = ptq::value_or_throw(ptq::read_text_file("deconv_record.txt"));
   const auto rec = ptq::try_parse_record(text);
   REQUIRE(rec.ok());
   CHECK(rec.value().find("deconv")->scale_w.size() == 4);  // per output channel

@@ -363,10 +363,10 @@ int run_files(const calibrate_args& a, ptq::session_options opt) {
   if (!read_weights)
     return error(read_weights.error().message);
   const ptq::io::safetensors_file weights = std::move(read_weights).value();
-  std::string manifest_text;
-  if (!ptq::read_text_file(a.model, manifest_text))
-    return error("cannot read '" + a.model + "'");
-  auto parsed_model = ptq::parse_manifest(manifest_text, weights);
+  const auto manifest_text = ptq::read_text_file(a.model);
+  if (!manifest_text)
+    return error(manifest_text.error().message);
+  auto parsed_model = ptq::parse_manifest(manifest_text.value(), weights);
   if (!parsed_model)
     return error(a.model + ": " + parsed_model.error().message);
   const ptq::model_manifest model = std::move(parsed_model).value();

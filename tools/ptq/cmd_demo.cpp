@@ -103,12 +103,13 @@ int run_demo(const std::string& dir_arg) {
     layers_path.replace_extension(".layers.json");
     if (!fs::exists(layers_path))
       layers_path = dir / "layers.json";
-    std::string layers_text;
-    if (!ptq::read_text_file(layers_path.string(), layers_text)) {
-      std::cerr << "ptq demo: error: cannot read '" << layers_path.string() << "'\n";
+    auto read = ptq::read_text_file(layers_path.string());
+    if (!read) {
+      std::cerr << "ptq demo: " << ptq::format_error(read.error());
       ++failures;
       continue;
     }
+    const std::string layers_text = std::move(read).value();
     const auto layers = ptq::try_read_layer_list(layers_text);
     if (!layers) {
       std::cerr << ptq::format_diagnostics(layers.diagnostics(), layers_text, layers_path.string());

@@ -21,10 +21,12 @@ struct loaded_config {
                                                               const std::string& command) {
   loaded_config c;
   c.path = path;
-  if (!ptq::read_text_file(path, c.text)) {
-    std::cerr << "ptq " << command << ": error: cannot read '" << path << "'\n";
+  auto text = ptq::read_text_file(path);
+  if (!text) {
+    std::cerr << "ptq " << command << ": " << ptq::format_error(text.error());
     return std::nullopt;
   }
+  c.text = std::move(text).value();
   c.parsed = ptq::try_parse_config(c.text);
   std::cerr << ptq::format_diagnostics(c.parsed.diagnostics(), c.text, path);
   if (!c.parsed)

@@ -1,9 +1,9 @@
 // Convenience entry points: reading files, and the throwing API for builds with exceptions.
-// Standard library only; the throwing part compiles away under -fno-exceptions.
+// Standard library (and POSIX stat/open/read for files); the throwing part compiles away under
+// -fno-exceptions.
 #pragma once
 
-#include <fstream>
-#include <sstream>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,22 +13,21 @@
 #include "ptq/config/parser.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/read_file.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// Reads a whole file into `out`; false when it cannot be opened or read.
-[[nodiscard]] inline bool read_text_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return false;
-  out = std::move(ss).str();
-  return true;
+/// A whole text file (config, layer list, JSON config, record, manifest), refused when it is not
+/// a regular file or is above `max_bytes` (default: the lexer's 16 MiB input limit); see
+/// read_file (ptq/core/read_file.hpp) for the errors.
+[[nodiscard]] inline result<std::string> read_text_file(
+    const std::string& path, std::uint64_t max_bytes = default_text_file_limit) {
+  return read_file(path, max_bytes);
 }
+
+static_assert(text_limits{}.max_input_bytes == default_text_file_limit,
+              "text files are read up to the lexer's input limit");
 
 #if PTQ_EXCEPTIONS
 /// Parses and checks a simple config; throws `ptq::exception` on any error. Warnings are dropped;
@@ -47,11 +46,10 @@ template <class Float = float>
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config_file(const std::string& path,
                                                          parse_options options = {}) {
-  std::string text;
-  if (!read_text_file(path, text)) {
-    throw exception(make_error(errc::file_open_failed, path + ": cannot read the file"));
-  }
-  return parse_config<Float>(text, path, options);
+  auto text = read_text_file(path);
+  if (!text)
+    throw exception(text.error());
+  return parse_config<Float>(text.value(), path, options);
 }
 
 /// Resolves per layer; throws `ptq::exception` (rendered against `source` if given).

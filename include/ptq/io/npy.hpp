@@ -12,8 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
+#include "ptq/core/read_file.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -251,15 +250,14 @@ struct header_parser {
   return out;
 }
 
-/// Reads a .npy file (float32 or float16, C order) as float32.
-[[nodiscard]] inline result<npy_array> read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return detail::npy_err(errc::file_open_failed, path, "cannot open file");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    return detail::npy_err(errc::read_failed, path, "read error");
-  return parse_npy(bytes, path);
+/// Reads a .npy file (float32 or float16, C order) as float32; files above `max_bytes` and
+/// non-regular files are refused (read_file).
+[[nodiscard]] inline result<npy_array> read_npy(
+    const std::string& path, std::uint64_t max_bytes = default_tensor_file_limit) {
+  auto bytes = read_file(path, max_bytes);
+  if (!bytes)
+    return bytes.error();
+  return parse_npy(bytes.value(), path);
 }
 
 /// The bytes of a version-1.0 .npy file holding float32 `data` with `shape` (C order).

@@ -7,9 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/error.hpp"
+#include "ptq/core/read_file.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -242,16 +241,14 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
   return out;
 }
 
-/// Reads and parses a safetensors file; every error message starts with the path.
-[[nodiscard]] inline result<safetensors_file> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return make_error(errc::file_open_failed, "cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return make_error(errc::read_failed, path + ": read error");
-  return parse_safetensors(std::move(ss).str(), path);
+/// Reads and parses a safetensors file; every error names the path. Files above `max_bytes` and
+/// non-regular files are refused (read_file).
+[[nodiscard]] inline result<safetensors_file> read_safetensors(
+    const std::string& path, std::uint64_t max_bytes = default_tensor_file_limit) {
+  auto bytes = read_file(path, max_bytes);
+  if (!bytes)
+    return bytes.error();
+  return parse_safetensors(std::move(bytes).value(), path);
 }
 
 /// A tensor to write: name, shape and float32 values (C order).
