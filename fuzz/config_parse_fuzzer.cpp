@@ -7,8 +7,9 @@
 //                                   compares text, so NaN values cannot break it)
 //   3. parse(text, tight limits) ok => parse(text) ok with an equal config  (limits only reject)
 //   4. resolve(config, layers) ok => the toolkit JSON of the result reads back, equal
-//   5. every failed result carries at least one error, every diagnostic renders, and every
-//      known position lies inside the text (an existing line, at most one past its end)
+//   5. every failed result carries at least one error, every diagnostic renders (bounded, with
+//      no control byte but newline and tab), and every known position lies inside the text (an
+//      existing line, at most one past its end)
 //
 // The raw input is also fed to the detailed-JSON reader and the layer-list reader.
 // Build: clang++-14 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude ...
@@ -25,6 +26,10 @@ namespace {
 
 /// Inputs above this size are skipped: the interesting bugs need no more.
 constexpr std::size_t max_fuzz_input = std::size_t{64} << 10;
+
+/// A rendered diagnostic is bounded whatever the input: message and note at most 1 KiB of text
+/// each, the excerpt 120 bytes, every byte at most four when escaped.
+constexpr std::size_t max_rendered = std::size_t{16} << 10;
 
 [[noreturn]] void invariant_failed() {
   __builtin_trap();
@@ -55,8 +60,13 @@ void check_result(const ptq::result<T>& r, std::string_view text) {
     has_error = has_error || ptq::is_error(d);
     check_position(d, text);
     const std::string rendered = ptq::format_diagnostic(d, text, "fuzz.cfg");
-    if (rendered.empty())
+    if (rendered.empty() || rendered.size() > max_rendered)
       invariant_failed();
+    for (const char c : rendered) {  // nothing a terminal would act on
+      const auto b = static_cast<unsigned char>(c);
+      if ((b < 0x20 && c != '\n' && c != '\t') || b == 0x7F)
+        invariant_failed();
+    }
   }
   if (!r.ok() && !has_error)
     invariant_failed();

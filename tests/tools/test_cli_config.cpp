@@ -123,3 +123,25 @@ TEST_CASE("ptq demo resolves every bundled config", "[cli]") {
   CHECK(r.out.find("digits_ada.cfg") != std::string::npos);
   CHECK(r.out.find("conv1     Conv2d     yes    arq int6 per-tensor") != std::string::npos);
 }
+
+TEST_CASE("ptq check of a 5 MB one-line file with a NUL prints a bounded, printable error",
+          "[cli]") {
+  const std::string path = "ptq_cli_test_long_line.cfg";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    const std::string text = std::string(300, ' ') + '\0' + std::string(std::size_t{5} << 20, 'x');
+    REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+    std::fclose(f);
+  }
+  const auto r = run("check " + path);
+  std::remove(path.c_str());
+  CHECK(r.code == 1);
+  CHECK(r.err == path +
+                     ":1:301: error: unexpected character '\\x00' [E101]\n"
+                     " 1 | ..." +
+                     std::string(60, ' ') + "\\x00" + std::string(59, 'x') +
+                     "...\n"
+                     "   |    " +
+                     std::string(60, ' ') + "^~~~\n");
+}

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,30 @@ struct located {
   friend bool operator!=(const located& a, const located& b) { return !(a == b); }
 };
 
+namespace detail {
+/// A scalar field of a calibration message: its name in the proto and its member. Each such
+/// message lists its fields once, in field-number order (`fields()`); the parser, the writer
+/// and `==` go through that list.
+template <class Msg, class T>
+struct field_ref {
+  std::string_view name;
+  setting<T> Msg::*member;
+};
+
+template <class Msg, class T>
+[[nodiscard]] constexpr field_ref<Msg, T> field(std::string_view name,
+                                                setting<T> Msg::*member) noexcept {
+  return {name, member};
+}
+
+/// `a == b` over the listed fields of a message (values only, as `setting` compares).
+template <class Msg>
+[[nodiscard]] bool fields_equal(const Msg& a, const Msg& b) {
+  return std::apply([&](const auto&... f) { return ((a.*(f.member) == b.*(f.member)) && ...); },
+                    Msg::fields());
+}
+}  // namespace detail
+
 /// `enum FakequantPrecisionMode { FORCE_FP16_QUANT = 1; }`
 enum class fakequant_precision_mode : std::uint8_t { force_fp16_quant = 1 };
 /// `enum CalibrationDataType { INT8 = 1; INT16 = 2; }`
@@ -55,8 +81,13 @@ struct arq_quantize {
   setting<bool> channel_wise;
   setting<std::uint32_t> quant_bits;
   source_region where;
+  static constexpr std::string_view proto_name = "ARQuantize";
+  static constexpr auto fields() {
+    return std::make_tuple(detail::field("channel_wise", &arq_quantize::channel_wise),
+                           detail::field("quant_bits", &arq_quantize::quant_bits));
+  }
   friend bool operator==(const arq_quantize& a, const arq_quantize& b) {
-    return a.channel_wise == b.channel_wise && a.quant_bits == b.quant_bits;
+    return detail::fields_equal(a, b);
   }
 };
 
@@ -70,10 +101,18 @@ struct basic_ada_quantize {
   setting<Float> warm_start;
   setting<bool> channel_wise;
   source_region where;
+  static constexpr std::string_view proto_name = "ADAquantize";
+  static constexpr auto fields() {
+    using m = basic_ada_quantize;
+    return std::make_tuple(detail::field("num_iteration", &m::num_iteration),
+                           detail::field("reg_param", &m::reg_param),
+                           detail::field("beta_range_start", &m::beta_range_start),
+                           detail::field("beta_range_end", &m::beta_range_end),
+                           detail::field("warm_start", &m::warm_start),
+                           detail::field("channel_wise", &m::channel_wise));
+  }
   friend bool operator==(const basic_ada_quantize& a, const basic_ada_quantize& b) {
-    return a.num_iteration == b.num_iteration && a.reg_param == b.reg_param &&
-           a.beta_range_start == b.beta_range_start && a.beta_range_end == b.beta_range_end &&
-           a.warm_start == b.warm_start && a.channel_wise == b.channel_wise;
+    return detail::fields_equal(a, b);
   }
 };
 
@@ -88,11 +127,19 @@ struct basic_fmr_quantize {
   setting<bool> asymmetric;
   setting<calibration_data_type> dst_type;
   source_region where;
+  static constexpr std::string_view proto_name = "FMRQuantize";
+  static constexpr auto fields() {
+    using m = basic_fmr_quantize;
+    return std::make_tuple(detail::field("search_range_start", &m::search_range_start),
+                           detail::field("search_range_end", &m::search_range_end),
+                           detail::field("search_step", &m::search_step),
+                           detail::field("max_percentile", &m::max_percentile),
+                           detail::field("min_percentile", &m::min_percentile),
+                           detail::field("asymmetric", &m::asymmetric),
+                           detail::field("dst_type", &m::dst_type));
+  }
   friend bool operator==(const basic_fmr_quantize& a, const basic_fmr_quantize& b) {
-    return a.search_range_start == b.search_range_start &&
-           a.search_range_end == b.search_range_end && a.search_step == b.search_step &&
-           a.max_percentile == b.max_percentile && a.min_percentile == b.min_percentile &&
-           a.asymmetric == b.asymmetric && a.dst_type == b.dst_type;
+    return detail::fields_equal(a, b);
   }
 };
 
@@ -102,9 +149,14 @@ struct hfmg_quantize {
   setting<bool> asymmetric;
   setting<calibration_data_type> dst_type;
   source_region where;
+  static constexpr std::string_view proto_name = "HFMGQuantize";
+  static constexpr auto fields() {
+    return std::make_tuple(detail::field("num_of_bins", &hfmg_quantize::num_of_bins),
+                           detail::field("asymmetric", &hfmg_quantize::asymmetric),
+                           detail::field("dst_type", &hfmg_quantize::dst_type));
+  }
   friend bool operator==(const hfmg_quantize& a, const hfmg_quantize& b) {
-    return a.num_of_bins == b.num_of_bins && a.asymmetric == b.asymmetric &&
-           a.dst_type == b.dst_type;
+    return detail::fields_equal(a, b);
   }
 };
 
@@ -113,8 +165,13 @@ template <class Float = float>
 struct basic_dmq_balancer {
   setting<Float> migration_strength;
   source_region where;
+  static constexpr std::string_view proto_name = "DMQBalancer";
+  static constexpr auto fields() {
+    return std::make_tuple(
+        detail::field("migration_strength", &basic_dmq_balancer::migration_strength));
+  }
   friend bool operator==(const basic_dmq_balancer& a, const basic_dmq_balancer& b) {
-    return a.migration_strength == b.migration_strength;
+    return detail::fields_equal(a, b);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -106,15 +107,17 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "arq_quantize") {
-        bind_oneof(f, c.arq, c.ada, "ada_quantize", &config_binder::bind_arq);
+        bind_oneof(f, c.arq, c.ada, "ada_quantize", &config_binder::bind_fields<arq_quantize>);
       } else if (n == "ada_quantize") {
-        bind_oneof(f, c.ada, c.arq, "arq_quantize", &config_binder::bind_ada);
+        bind_oneof(f, c.ada, c.arq, "arq_quantize",
+                   &config_binder::bind_fields<basic_ada_quantize<Float>>);
       } else if (n == "ifmr_quantize") {
-        bind_oneof(f, c.ifmr, c.hfmg, "hfmg_quantize", &config_binder::bind_ifmr);
+        bind_oneof(f, c.ifmr, c.hfmg, "hfmg_quantize",
+                   &config_binder::bind_fields<basic_fmr_quantize<Float>>);
       } else if (n == "hfmg_quantize") {
-        bind_oneof(f, c.hfmg, c.ifmr, "ifmr_quantize", &config_binder::bind_hfmg);
+        bind_oneof(f, c.hfmg, c.ifmr, "ifmr_quantize", &config_binder::bind_fields<hfmg_quantize>);
       } else if (n == "dmq_balancer") {
-        bind_single_message(f, c.dmq, &config_binder::bind_dmq);
+        bind_single_message(f, c.dmq, &config_binder::bind_fields<basic_dmq_balancer<Float>>);
       } else {
         unknown(f, "CalibrationConfig",
                 {"arq_quantize", "ada_quantize", "ifmr_quantize", "hfmg_quantize", "dmq_balancer"});
@@ -122,88 +125,40 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     }
   }
 
-  void bind_arq(const text_message& msg, arq_quantize& a) {
+  // The conversion of each field type of the calibration messages, picked by bind_field.
+  bool to_value(const text_field& f, const text_value& v, bool& out) { return to_bool(f, v, out); }
+  bool to_value(const text_field& f, const text_value& v, std::uint32_t& out) {
+    return to_uint32(f, v, out);
+  }
+  bool to_value(const text_field& f, const text_value& v, Float& out) {
+    return to_float(f, v, out);
+  }
+  bool to_value(const text_field& f, const text_value& v, calibration_data_type& out) {
+    return to_data_type(f, v, out);
+  }
+
+  // A message of scalar fields (ARQuantize, ADAquantize, FMRQuantize, HFMGQuantize,
+  // DMQBalancer), bound through its field list (`Msg::fields()`, model.hpp).
+  template <class Msg>
+  void bind_fields(const text_message& msg, Msg& m) {
     for (const auto& f : msg) {
-      if (f.name == "channel_wise") {
-        bind_scalar(f, a.channel_wise, &base::to_bool);
-      } else if (f.name == "quant_bits") {
-        bind_scalar(f, a.quant_bits, &base::to_uint32);
-      } else {
-        unknown(f, "ARQuantize", {"channel_wise", "quant_bits"});
+      const bool known = std::apply(
+          [&](const auto&... fd) { return (bind_field(f, m, fd) || ...); }, Msg::fields());
+      if (!known) {
+        unknown(
+            f, Msg::proto_name,
+            std::apply([](const auto&... fd) { return std::vector<std::string_view>{fd.name...}; },
+                       Msg::fields()));
       }
     }
   }
-
-  void bind_ada(const text_message& msg, basic_ada_quantize<Float>& a) {
-    for (const auto& f : msg) {
-      const auto& n = f.name;
-      if (n == "num_iteration") {
-        bind_scalar(f, a.num_iteration, &base::to_uint32);
-      } else if (n == "reg_param") {
-        bind_scalar(f, a.reg_param, &base::to_float);
-      } else if (n == "beta_range_start") {
-        bind_scalar(f, a.beta_range_start, &base::to_float);
-      } else if (n == "beta_range_end") {
-        bind_scalar(f, a.beta_range_end, &base::to_float);
-      } else if (n == "warm_start") {
-        bind_scalar(f, a.warm_start, &base::to_float);
-      } else if (n == "channel_wise") {
-        bind_scalar(f, a.channel_wise, &base::to_bool);
-      } else {
-        unknown(f, "ADAquantize",
-                {"num_iteration", "reg_param", "beta_range_start", "beta_range_end", "warm_start",
-                 "channel_wise"});
-      }
-    }
-  }
-
-  void bind_ifmr(const text_message& msg, basic_fmr_quantize<Float>& q) {
-    for (const auto& f : msg) {
-      const auto& n = f.name;
-      if (n == "search_range_start") {
-        bind_scalar(f, q.search_range_start, &base::to_float);
-      } else if (n == "search_range_end") {
-        bind_scalar(f, q.search_range_end, &base::to_float);
-      } else if (n == "search_step") {
-        bind_scalar(f, q.search_step, &base::to_float);
-      } else if (n == "max_percentile") {
-        bind_scalar(f, q.max_percentile, &base::to_float);
-      } else if (n == "min_percentile") {
-        bind_scalar(f, q.min_percentile, &base::to_float);
-      } else if (n == "asymmetric") {
-        bind_scalar(f, q.asymmetric, &base::to_bool);
-      } else if (n == "dst_type") {
-        bind_scalar(f, q.dst_type, &config_binder::to_data_type);
-      } else {
-        unknown(f, "FMRQuantize",
-                {"search_range_start", "search_range_end", "search_step", "max_percentile",
-                 "min_percentile", "asymmetric", "dst_type"});
-      }
-    }
-  }
-
-  void bind_hfmg(const text_message& msg, hfmg_quantize& q) {
-    for (const auto& f : msg) {
-      if (f.name == "num_of_bins") {
-        bind_scalar(f, q.num_of_bins, &base::to_uint32);
-      } else if (f.name == "asymmetric") {
-        bind_scalar(f, q.asymmetric, &base::to_bool);
-      } else if (f.name == "dst_type") {
-        bind_scalar(f, q.dst_type, &config_binder::to_data_type);
-      } else {
-        unknown(f, "HFMGQuantize", {"num_of_bins", "asymmetric", "dst_type"});
-      }
-    }
-  }
-
-  void bind_dmq(const text_message& msg, basic_dmq_balancer<Float>& d) {
-    for (const auto& f : msg) {
-      if (f.name == "migration_strength") {
-        bind_scalar(f, d.migration_strength, &base::to_float);
-      } else {
-        unknown(f, "DMQBalancer", {"migration_strength"});
-      }
-    }
+  template <class Msg, class T>
+  bool bind_field(const text_field& f, Msg& m, const field_ref<Msg, T>& fd) {
+    if (f.name != fd.name)
+      return false;
+    using conversion = bool (config_binder::*)(const text_field&, const text_value&, T&);
+    bind_scalar(f, m.*(fd.member), static_cast<conversion>(&config_binder::to_value));
+    return true;
   }
 
   void bind_override_type(const text_message& msg, basic_override_layer_type<Float>& o) {

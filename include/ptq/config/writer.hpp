@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "ptq/config/model.hpp"
 #include "ptq/core/abi.hpp"
@@ -81,51 +82,28 @@ class config_writer {
       line(depth, std::string(name) + ": " + value_text(*s));
   }
 
+  // A message of scalar fields, in the order of its field list (field-number order).
+  template <class Msg>
+  void message(int depth, std::string_view name, const Msg& m) {
+    line(depth, std::string(name) + " {");
+    std::apply([&](const auto&... fd) { (scalar(depth + 1, fd.name, m.*(fd.member)), ...); },
+               Msg::fields());
+    line(depth, "}");
+  }
+
   void calibration(int depth, std::string_view name, const basic_calibration_config<Float>& b) {
     line(depth, std::string(name) + " {");
     const int d = depth + 1;
-    if (b.arq) {
-      line(d, "arq_quantize {");
-      scalar(d + 1, "channel_wise", b.arq->channel_wise);
-      scalar(d + 1, "quant_bits", b.arq->quant_bits);
-      line(d, "}");
-    }
-    if (b.ada) {
-      const auto& a = *b.ada;
-      line(d, "ada_quantize {");
-      scalar(d + 1, "num_iteration", a.num_iteration);
-      scalar(d + 1, "reg_param", a.reg_param);
-      scalar(d + 1, "beta_range_start", a.beta_range_start);
-      scalar(d + 1, "beta_range_end", a.beta_range_end);
-      scalar(d + 1, "warm_start", a.warm_start);
-      scalar(d + 1, "channel_wise", a.channel_wise);
-      line(d, "}");
-    }
-    if (b.ifmr) {
-      const auto& q = *b.ifmr;
-      line(d, "ifmr_quantize {");
-      scalar(d + 1, "search_range_start", q.search_range_start);
-      scalar(d + 1, "search_range_end", q.search_range_end);
-      scalar(d + 1, "search_step", q.search_step);
-      scalar(d + 1, "max_percentile", q.max_percentile);
-      scalar(d + 1, "min_percentile", q.min_percentile);
-      scalar(d + 1, "asymmetric", q.asymmetric);
-      scalar(d + 1, "dst_type", q.dst_type);
-      line(d, "}");
-    }
-    if (b.hfmg) {
-      const auto& q = *b.hfmg;
-      line(d, "hfmg_quantize {");
-      scalar(d + 1, "num_of_bins", q.num_of_bins);
-      scalar(d + 1, "asymmetric", q.asymmetric);
-      scalar(d + 1, "dst_type", q.dst_type);
-      line(d, "}");
-    }
-    if (b.dmq) {
-      line(d, "dmq_balancer {");
-      scalar(d + 1, "migration_strength", b.dmq->migration_strength);
-      line(d, "}");
-    }
+    if (b.arq)
+      message(d, "arq_quantize", *b.arq);
+    if (b.ada)
+      message(d, "ada_quantize", *b.ada);
+    if (b.ifmr)
+      message(d, "ifmr_quantize", *b.ifmr);
+    if (b.hfmg)
+      message(d, "hfmg_quantize", *b.hfmg);
+    if (b.dmq)
+      message(d, "dmq_balancer", *b.dmq);
     line(depth, "}");
   }
 };
