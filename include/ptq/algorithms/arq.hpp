@@ -31,7 +31,6 @@ struct weight_quant_result {
 
 namespace detail {
 
-/// min/max of channel o (all its runs), on finite data.
 /// min/max of channel o (all its runs); `bad` is set when a run holds a NaN or Inf.
 inline kernels::minmax_result channel_minmax(const float* w, const channel_geometry& g,
                                              std::size_t o, const kernels::kernel_set& k,
@@ -63,7 +62,8 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   const channel_geometry& g = geo.value();
   weight_quant_result out;
   out.bits = s.bits;
-  // A scale that does not fit a float (a subnormal range) names the tensor and the channel.
+  // A scale that is not finite (a range that overflows a float) names the tensor and the
+  // channel; a tiny range is no error (process_scale makes its scale 1, spec §10.8).
   const auto push = [&](float mx, float mn) -> result<> {
     auto p = min_max_params(mx, mn, s.bits, false);
     if (!p) {

@@ -64,11 +64,24 @@ inline namespace PTQ_ABI_NAMESPACE {
   return {};
 }
 
-/// Checks an input tensor of layer `l` (E803, naming the layer and the shape): data present,
-/// not empty, the rank of the layer type ([N, C, ...]; Linear: any rank >= 1), and the layer's
-/// input channels on axis 1 (Linear: the last axis).
+/// How messages name an input tensor of layer `l`: "<layer> input" for an unnamed tensor
+/// (as_tensor_ref's default "tensor"), else the tensor's own name, which is where the engine
+/// can say which file or batch it came from ("conv1 input (batch0.safetensors)"); a name that
+/// does not start with the layer's gets "<layer> input (...)" around it, so the layer is
+/// always named.
+[[nodiscard]] inline std::string input_name(const layer_desc& l, const tensor_ref& x) {
+  if (x.name.empty() || x.name == "tensor")
+    return l.name + " input";
+  const bool named = x.name.size() > l.name.size() &&
+                     x.name.compare(0, l.name.size(), l.name) == 0 && x.name[l.name.size()] == ' ';
+  return named ? x.name : l.name + " input (" + x.name + ")";
+}
+
+/// Checks an input tensor of layer `l` (E803, naming the layer, the tensor and the shape): data
+/// present, not empty, the rank of the layer type ([N, C, ...]; Linear: any rank >= 1), and the
+/// layer's input channels on axis 1 (Linear: the last axis).
 [[nodiscard]] inline result<> check_layer_input(const layer_desc& l, const tensor_ref& x) {
-  const std::string at = l.name + " input " + shape_string(x.shape) + ": ";
+  const std::string at = input_name(l, x) + " " + shape_string(x.shape) + ": ";
   const auto fail = [&](const std::string& what) {
     return make_error(errc::session_input_invalid, at + what);
   };
