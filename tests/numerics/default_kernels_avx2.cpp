@@ -6,4 +6,7 @@ namespace ptq_test {
 const ptq::kernels::kernel_set& default_kernels_of_avx2_tu() {
   return ptq::kernels::default_kernels();
 }
+const char* default_arch_name_of_avx2_tu() {
+  return xsimd::default_arch::name();
+}
 }  // namespace ptq_test
