@@ -1,6 +1,7 @@
 // ptq algorithms: ARQ, ADA (AdaRound and its layer arithmetic), IFMR and HFMG observers, the DMQ
-// balancer, the ConvTranspose channel geometry, and the runtime dispatcher. Depends on core,
-// kernels, xtensor.
+// balancer, the ConvTranspose channel geometry, the compile-time policies and the layer
+// calibrator, and the runtime dispatcher. Depends on core, kernels, config (resolved layers);
+// no xtensor.
 #pragma once
 
 #include "ptq/algorithms/activation.hpp"
@@ -11,9 +12,12 @@
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/gemm_tasks.hpp"
 #include "ptq/algorithms/hfmg.hpp"
 #include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/algorithms/policies.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core.hpp"
 #include "ptq/kernels.hpp"

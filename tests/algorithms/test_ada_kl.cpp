@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/rearrange.hpp"
 #include "ptq/algorithms/ada_kl.hpp"
 
 namespace {
@@ -375,7 +376,7 @@ TEST_CASE("kl: ConvTranspose2d with groups maps output channels", "[ada][kl]") {
   auto r = ptq::ada_kl_calibrate(t, ptq::layer_type::conv_transpose2d, g, true);
   REQUIRE(r);
   REQUIRE(r.value().scale.size() == 6);
-  const xt::xarray<float> rows = ptq::rearrange_conv_transpose(t, g);  // [Cout, Cin/g, 2, 2]
+  const xt::xarray<float> rows = ptq_test::rearrange_conv_transpose(t, g);  // [Cout, Cin/g, 2, 2]
   for (std::size_t o = 0; o < 6; ++o) {
     std::vector<float> mine;
     const std::size_t gi = o / cpg, j = o % cpg;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/rearrange.hpp"
 #include "plain_loops.hpp"
 #include "ptq/algorithms.hpp"
 
@@ -142,13 +143,13 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups (§3)", "[algorithms][ar
       for (int kk = 0; kk < 2; ++kk)
         w.push_back(static_cast<float>(100 * ci + 10 * j + kk));
   const ptq::tensor_ref t{w.data(), {4, 3, 2}, "w"};
-  const auto r = ptq::rearrange_conv_transpose(t, 2);
+  const auto r = ptq_test::rearrange_conv_transpose(t, 2);
   REQUIRE(r.shape() == std::vector<std::size_t>{6, 2, 2});
   // o = gi·3 + j, ci = gi·2 + ci_local
   CHECK(r(4, 1, 0) == 310.0f);  // gi 1, j 1, ci_local 1 -> ci 3
   CHECK(r(0, 1, 1) == 101.0f);  // gi 0, j 0, ci 1
   CHECK(r(5, 0, 1) == 221.0f);  // gi 1, j 2, ci 2
-  const auto g1 = ptq::rearrange_conv_transpose(t, 1);
+  const auto g1 = ptq_test::rearrange_conv_transpose(t, 1);
   CHECK(g1(2, 3, 1) == 321.0f);  // plain swap of axes 0 and 1
 
   // Per-channel ARQ on the native layout equals ARQ on the rearranged [Cout, ...] weight.
@@ -162,7 +163,7 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups (§3)", "[algorithms][ar
     auto a = ptq::arq_calibrate(native, ptq::layer_type::conv_transpose1d, groups, {8, true});
     REQUIRE(a.ok());
     REQUIRE(a.value().scale.size() == 6 * groups);
-    const auto re = ptq::rearrange_conv_transpose(native, groups);
+    const auto re = ptq_test::rearrange_conv_transpose(native, groups);
     const ptq::tensor_ref rows{re.data(), {re.shape()[0], re.shape()[1], re.shape()[2]}, "r"};
     auto b = ptq::arq_calibrate(rows, ptq::layer_type::conv1d, 1, {8, true});
     REQUIRE(b.ok());

@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "ptq/algorithms/dispatch.hpp"
+#include "ptq/algorithms/dmq.hpp"
 #include "ptq/config.hpp"
 #include "ptq/session/session.hpp"
 
@@ -159,7 +162,7 @@ TEST_CASE("NaN input is an error naming the layer", "[session]") {
   const auto st = s.feed("conv", ptq::as_tensor_ref(x, "conv input"));
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ptq::errc::non_finite);
-  CHECK(st.error().message.find("conv input") != std::string::npos);
+  CHECK(st.error().message == "conv input batch 0: NaN at flat index 27");
 }
 
 TEST_CASE("DMQ: factors from the first input, weights times s, inputs divided by s", "[session]") {
@@ -250,7 +253,7 @@ TEST_CASE("AdaRound layers: quantized one at a time in order, then the activatio
   CHECK(s.ada_layers() == std::vector<std::string>{"conv"});
   CHECK(s.layers()[1].weight_params.has_value());
   CHECK_FALSE(s.layers()[0].weight_params.has_value());
-  CHECK(s.weight("conv") == layers[0].weight);
+  CHECK(*s.weight("conv").value() == layers[0].weight);
   const auto x = input({6, 2, 5, 5}, 0.3f);
   auto st = s.feed("conv", ptq::as_tensor_ref(x));
   REQUIRE_FALSE(st.ok());
@@ -286,7 +289,7 @@ TEST_CASE("AdaRound layers: quantized one at a time in order, then the activatio
   as.num_iteration = 60;
   const auto direct = ptq::ada_round(p, as);
   REQUIRE(direct.ok());
-  CHECK(std::vector<float>(s.weight("conv").begin(), s.weight("conv").end()) ==
+  CHECK(std::vector<float>(s.weight("conv").value()->begin(), s.weight("conv").value()->end()) ==
         direct.value().weight);
   CHECK(s.layers()[0].weight_params->scale == direct.value().params.scale);
   st = s.quantize_ada("conv", ptq::as_tensor_ref(x));
@@ -344,5 +347,160 @@ TEST_CASE("AdaRound layers go in model order; the float input sets the target", 
   as.channel_wise = false;
   const auto direct = ptq::ada_round(p, as);
   REQUIRE(direct.ok());
-  CHECK(std::vector<float>(s.weight("fc").begin(), s.weight("fc").end()) == direct.value().weight);
+  CHECK(std::vector<float>(s.weight("fc").value()->begin(), s.weight("fc").value()->end()) ==
+        direct.value().weight);
+}
+
+TEST_CASE("calls out of order and unknown layers are E802, naming the layer", "[session][errors]") {
+  auto s = make("batch_num: 1 common_config { dmq_balancer { migration_strength: 0.5 } }",
+                two_layers(false));
+  const auto x = input({1, 2, 4, 4}, 0);
+  auto st = s.feed("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_call_invalid);
+  CHECK(st.error().message ==
+        "feed('conv'): the session is in the DMQ phase, not the activation calibration phase");
+  st = s.feed_dmq("nope", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_call_invalid);
+  CHECK(st.error().message == "feed_dmq: no layer named 'nope'");
+  st = s.quantize_weights();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_call_invalid);
+  CHECK(st.error().message ==
+        "quantize_weights: layer 'conv' has dmq_balancer but its input was not fed (feed_dmq)");
+  st = s.quantize_ada("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_call_invalid);
+  const auto rec = s.record();
+  REQUIRE_FALSE(rec.ok());
+  CHECK(rec.error().code == ptq::errc::session_call_invalid);
+  CHECK(rec.error().message ==
+        "record: the session is in the DMQ phase; layer 'conv' has not seen its 1 batch(es) yet");
+  const auto w = s.weight("nope");
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.error().code == ptq::errc::session_call_invalid);
+  CHECK(w.error().message == "weight: no layer named 'nope'");
+  REQUIRE(s.weight("fc").ok());
+  CHECK(s.weight("fc").value()->shape() == std::vector<std::size_t>{3, 8});
+}
+
+TEST_CASE("a DMQ batch with the wrong channel count is E803 naming the layer",
+          "[session][errors]") {
+  auto s = make("common_config { dmq_balancer { migration_strength: 0.5 } }", two_layers(false));
+  const auto x = input({2, 3, 5, 5}, 0);
+  auto st = s.feed_dmq("conv", ptq::as_tensor_ref(x, "batch0.safetensors:conv"));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_input_invalid);
+  // The tensor's name (here: where the engine read it) is kept, the layer is named.
+  CHECK(st.error().message ==
+        "conv input (batch0.safetensors:conv) [2, 3, 5, 5]: has 3 input "
+        "channels (axis 1); the layer takes 2");
+  st = s.feed_dmq("conv", ptq::as_tensor_ref(x, "conv input (batch0.safetensors)"));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message ==
+        "conv input (batch0.safetensors) [2, 3, 5, 5]: has 3 input "
+        "channels (axis 1); the layer takes 2");
+  st = s.feed_dmq("fc", ptq::as_tensor_ref(input({2, 7}, 0)));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_input_invalid);
+  CHECK(st.error().message == "fc input [2, 7]: has 7 input channels (axis -1); the layer takes 8");
+  // Nothing was recorded: the right inputs still work.
+  REQUIRE(s.feed_dmq("conv", ptq::as_tensor_ref(input({2, 2, 5, 5}, 0))).ok());
+  REQUIRE(s.feed_dmq("fc", ptq::as_tensor_ref(input({2, 8}, 0))).ok());
+  REQUIRE(s.quantize_weights().ok());
+}
+
+TEST_CASE("an input of the wrong rank is E803: a rank-5 input to a Conv2d", "[session][errors]") {
+  auto s = make("batch_num: 1", two_layers());
+  REQUIRE(s.quantize_weights().ok());
+  const auto x5 = input({1, 2, 4, 4, 1}, 0);
+  auto st = s.feed("conv", ptq::as_tensor_ref(x5));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_input_invalid);
+  CHECK(st.error().message ==
+        "conv input [1, 2, 4, 4, 1]: a Conv2d takes a rank-4 input [N, C, H, W], got rank 5");
+  const auto x3 = input({2, 4, 4}, 0);
+  st = s.feed("conv", ptq::as_tensor_ref(x3));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_input_invalid);
+  ptq::tensor_ref scalar;
+  const float one = 1.0f;
+  scalar.data = &one;
+  st = s.feed("fc", scalar);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::session_input_invalid);
+  CHECK(st.error().message == "fc input []: a Linear takes an input of rank 1 or more");
+  ptq::tensor_ref null_data;
+  null_data.shape = {1, 8};
+  st = s.feed("fc", null_data);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "fc input [1, 8]: no data (null pointer)");
+  const auto empty = input({0, 2, 4, 4}, 0);
+  st = s.feed("conv", ptq::as_tensor_ref(empty));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "conv input [0, 2, 4, 4]: empty tensor");
+  // None of them counted as a batch.
+  REQUIRE(s.feed("conv", ptq::as_tensor_ref(input({1, 2, 4, 4}, 0))).ok());
+  REQUIRE(s.feed("fc", ptq::as_tensor_ref(input({3, 8}, 0))).ok());
+  CHECK(s.phase() == ptq::session_phase::done);
+}
+
+TEST_CASE("a scale overflow names the layer's tensor", "[session][errors]") {
+  auto s = make("batch_num: 1", two_layers());
+  REQUIRE(s.quantize_weights().ok());
+  auto x = input({1, 2, 4, 4}, 0);
+  x(0, 0, 0, 0) = 3e38f;
+  x(0, 1, 0, 0) = -3e38f;
+  const auto st = s.feed("conv", ptq::as_tensor_ref(x));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::invalid_scale);
+  CHECK(st.error().message == "conv input: scale has an invalid value (inf, nan or zero): inf");
+  // A tiny weight range is no error: process_scale makes a scale below FLT_EPSILON 1 (§10.8).
+  auto layers = two_layers(false);
+  layers[0].weight.fill(0.0f);
+  layers[0].weight(2, 0, 0, 0) = 1e-44f;
+  auto tiny = make("batch_num: 1", layers);
+  REQUIRE(tiny.quantize_weights().ok());
+  CHECK(tiny.layers()[0].weight_params->scale[2] == 1.0f);
+}
+
+TEST_CASE("a failed quantize_weights names the weight and leaves the session as it was",
+          "[session][errors]") {
+  auto layers = two_layers(false);
+  layers[1].weight(1, 2) = std::numeric_limits<float>::quiet_NaN();  // fc [3, 8]: flat 10
+  auto s = make("batch_num: 1", layers);
+  const auto st = s.quantize_weights();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::non_finite);
+  CHECK(st.error().message == "fc.weight: NaN at flat index 10");
+  // conv, before fc, was quantized only in the copy that the failure threw away.
+  CHECK(s.phase() == ptq::session_phase::dmq);
+  CHECK_FALSE(s.layers()[0].weight_params.has_value());
+  CHECK(*s.weight("conv").value() == layers[0].weight);
+  const auto fed = s.feed("conv", ptq::as_tensor_ref(input({1, 2, 4, 4}, 0)));
+  REQUIRE_FALSE(fed.ok());
+  CHECK(fed.error().code == ptq::errc::session_call_invalid);
+}
+
+TEST_CASE("fusion progress names only the layers it fuses", "[session]") {
+  std::vector<std::string> seen;
+  ptq::session_options opt;
+  opt.on_progress = [&](const ptq::progress_event& e) {
+    if (e.phase == ptq::session_phase::fusion)
+      seen.push_back(std::string(e.layer) + " " + std::to_string(e.done) + "/" +
+                     std::to_string(e.total));
+  };
+  auto layers = two_layers();
+  auto second = layers[0];
+  second.name = "conv2";
+  layers.push_back(second);
+  REQUIRE(ptq::calibration_session::create(cfg(""), layers, opt).ok());
+  CHECK(seen == std::vector<std::string>{"conv 1/2", "conv2 2/2"});
+  seen.clear();
+  REQUIRE(ptq::calibration_session::create(cfg("skip_fusion_layers: \"conv\""), layers, opt).ok());
+  CHECK(seen == std::vector<std::string>{"conv2 1/1"});
+  seen.clear();
+  REQUIRE(ptq::calibration_session::create(cfg("do_fusion: false"), layers, opt).ok());
+  CHECK(seen.empty());
 }

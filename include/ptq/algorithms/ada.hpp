@@ -342,16 +342,5 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
   return r;
 }
 
-/// The ADA weight policy: its quant params are the KL initial scales (§5.4 (a)); the rounding
-/// itself needs data and is learned by `ada_round`.
-struct ada {
-  using settings = ada_settings;
-  [[nodiscard]] static result<weight_quant_result> calibrate(
-      const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
-      const kernels::kernel_set& k = kernels::default_kernels()) {
-    return ada_kl_calibrate(w, op, groups, s.channel_wise, k);
-  }
-};
-
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

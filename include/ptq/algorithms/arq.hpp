@@ -1,6 +1,6 @@
 // ARQ weight quantization (spec §5.3, §3, §10.11): per-tensor or per-output-channel min/max fed to
 // the symmetric min/max kernel (offset 0, an all-zero channel gets scale 1), fake-quantization in
-// place and integer weights into caller buffers. Depends on core, kernels, xtensor.
+// place and integer weights into caller buffers. Depends on core, kernels.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +31,6 @@ struct weight_quant_result {
 
 namespace detail {
 
-/// min/max of channel o (all its runs), on finite data.
 /// min/max of channel o (all its runs); `bad` is set when a run holds a NaN or Inf.
 inline kernels::minmax_result channel_minmax(const float* w, const channel_geometry& g,
                                              std::size_t o, const kernels::kernel_set& k,
@@ -63,10 +62,15 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   const channel_geometry& g = geo.value();
   weight_quant_result out;
   out.bits = s.bits;
+  // A scale that is not finite (a range that overflows a float) names the tensor and the
+  // channel; a tiny range is no error (process_scale makes its scale 1, spec §10.8).
   const auto push = [&](float mx, float mn) -> result<> {
     auto p = min_max_params(mx, mn, s.bits, false);
-    if (!p)
-      return p.error();
+    if (!p) {
+      const std::string where =
+          s.channel_wise ? w.name + " channel " + std::to_string(out.scale.size()) : w.name;
+      return make_error(p.error().code, where + ": " + p.error().message, p.error().note);
+    }
     out.scale.push_back(p.value().scale);
     out.offset.push_back(0);
     return {};
@@ -166,16 +170,6 @@ result<> for_each_channel_run(const std::vector<std::size_t>& shape, layer_type 
         k.quantize_i16(w.data + off, len, qz, out + off);
       });
 }
-
-/// The ARQ weight policy (compile-time form).
-struct arq {
-  using settings = arq_settings;
-  [[nodiscard]] static result<weight_quant_result> calibrate(
-      const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
-      const kernels::kernel_set& k = kernels::default_kernels()) {
-    return arq_calibrate(w, op, groups, s, k);
-  }
-};
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -1,14 +1,13 @@
 // A thin runtime dispatcher from a small runtime description (which algorithm + its settings)
-// to the compile-time policies. The session layer maps a resolved layer config onto these.
+// to the compile-time policies (policies.hpp), for callers without a config (`ptq observe`).
+// The session uses make_layer_calibrator (layer_calibrator.hpp) instead.
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <variant>
 
-#include "ptq/algorithms/ada.hpp"
-#include "ptq/algorithms/arq.hpp"
-#include "ptq/algorithms/hfmg.hpp"
-#include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/policies.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
 
@@ -48,10 +47,13 @@ class activation_observer {
   using variant_t = std::variant<ifmr_observer, hfmg_observer>;
   static variant_t make(const activation_settings& s, const kernels::kernel_set& k,
                         const std::string& name) {
-    if (s.algo == activation_algo::hfmg) {
-      return variant_t(std::in_place_index<1>, s.hfmg, k, name);
-    }
-    return variant_t(std::in_place_index<0>, s.ifmr, k, name);
+    return with_activation_policy(s.algo, [&](auto policy) {
+      using observer = typename decltype(policy)::observer;
+      if constexpr (std::is_same_v<decltype(policy), hfmg>)
+        return variant_t(std::in_place_type<observer>, s.hfmg, k, name);
+      else
+        return variant_t(std::in_place_type<observer>, s.ifmr, k, name);
+    });
   }
   variant_t obs_;
 };
@@ -68,9 +70,13 @@ struct weight_settings {
 [[nodiscard]] inline result<weight_quant_result> calibrate_weights(
     const weight_settings& s, const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
-  if (s.algo == weight_algo::ada)
-    return ada::calibrate(w, op, groups, s.ada, k);
-  return arq::calibrate(w, op, groups, s.arq, k);
+  return with_weight_policy(s.algo, [&](auto policy) {
+    using policy_t = decltype(policy);
+    if constexpr (std::is_same_v<policy_t, ada>)
+      return policy_t::calibrate(w, op, groups, s.ada, k);
+    else
+      return policy_t::calibrate(w, op, groups, s.arq, k);
+  });
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

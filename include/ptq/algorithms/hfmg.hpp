@@ -220,37 +220,50 @@ inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
   }
 }
 
-/// HFMG observer: observe() each calibration batch, then finalize().
+/// What an HFMG observer accumulates: the merged histogram of the batches so far. Kept apart
+/// from the settings and kernels so that a later scale-out can merge two of them (the
+/// proportional split of hfmg_merge_into, in batch order) and serialize them.
+struct hfmg_state {
+  hfmg_histogram histogram;
+  std::size_t batches = 0;
+};
+
+/// HFMG observer: observe() each calibration batch, then finalize(). Holds its kernel set by
+/// value, so it never points into a moved-from owner.
 class hfmg_observer {
  public:
+  using settings_type = hfmg_settings;
+  using state_type = hfmg_state;
+
   explicit hfmg_observer(hfmg_settings s = {},
                          const kernels::kernel_set& k = kernels::default_kernels(),
                          std::string name = "activation")
-      : s_(s), k_(&k), name_(std::move(name)) {}
+      : s_(s), k_(k), name_(std::move(name)) {}
 
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     if (auto st = check_settings(); !st)
       return st;
-    const std::string label = name_ + " batch " + std::to_string(batches_);
-    auto mm = checked_minmax(label, x, n, k_->minmax);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    auto mm = checked_minmax(label, x, n, k_.minmax);
     if (!mm)
       return mm.error();
     const float mn = mm.value().min, mx = mm.value().max;
-    if (batches_ == 0) {
-      h_.lo = mn;
-      h_.hi = mx;
-      h_.counts.assign(s_.num_of_bins, 0);
-      k_->histogram(x, n, h_.lo, h_.hi, s_.num_of_bins, h_.counts.data());
+    hfmg_histogram& h = state_.histogram;
+    if (state_.batches == 0) {
+      h.lo = mn;
+      h.hi = mx;
+      h.counts.assign(s_.num_of_bins, 0);
+      k_.histogram(x, n, h.lo, h.hi, s_.num_of_bins, h.counts.data());
     } else {
       hfmg_histogram fresh;
-      fresh.lo = mn < h_.lo ? mn : h_.lo;
-      fresh.hi = mx > h_.hi ? mx : h_.hi;
+      fresh.lo = mn < h.lo ? mn : h.lo;
+      fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
-      k_->histogram(x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data());
-      hfmg_merge_into(h_, fresh);
-      h_ = std::move(fresh);
+      k_.histogram(x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data());
+      hfmg_merge_into(h, fresh);
+      h = std::move(fresh);
     }
-    ++batches_;
+    ++state_.batches;
     return {};
   }
   template <class C>
@@ -261,36 +274,37 @@ class hfmg_observer {
   [[nodiscard]] result<activation_quant_result> finalize() const {
     if (auto st = check_settings(); !st)
       return st.error();
-    if (batches_ == 0) {
+    if (state_.batches == 0) {
       return make_error(errc::no_data, name_ + ": HFMG finalize before observe");
     }
-    auto r = hfmg_run(h_, s_.bits, s_.asymmetric, s_.threads, *k_);
+    auto r = hfmg_run(state_.histogram, s_.bits, s_.asymmetric, s_.threads, k_);
     if (!r)
-      return r.error();
+      return make_error(r.error().code, name_ + ": " + r.error().message, r.error().note);
     return r.value().result;
   }
 
-  [[nodiscard]] const hfmg_histogram& histogram() const noexcept { return h_; }
-  [[nodiscard]] std::size_t batches() const noexcept { return batches_; }
+  [[nodiscard]] const hfmg_histogram& histogram() const noexcept { return state_.histogram; }
+  [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }
   [[nodiscard]] const hfmg_settings& settings() const noexcept { return s_; }
+  [[nodiscard]] const hfmg_state& state() const noexcept { return state_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
   [[nodiscard]] result<> check_settings() const {
     if (!valid_bits(s_.bits)) {
       return make_error(errc::invalid_argument,
-                        "HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
+                        name_ + ": HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
     }
     if (s_.num_of_bins < 4) {
-      return make_error(errc::invalid_argument, "HFMG num_of_bins must be at least 4");
+      return make_error(errc::invalid_argument, name_ + ": HFMG num_of_bins must be at least 4");
     }
     return {};
   }
 
   hfmg_settings s_;
-  const kernels::kernel_set* k_;
+  kernels::kernel_set k_;
   std::string name_;
-  hfmg_histogram h_;
-  std::size_t batches_ = 0;
+  hfmg_state state_;
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -193,51 +193,63 @@ struct ifmr_search {
   return out;
 }
 
+/// What an IFMR observer accumulates: every batch, concatenated (the search needs all the data,
+/// as the toolkit keeps it). Kept apart from the settings and kernels so that a later scale-out
+/// can merge (concatenate in batch order) and serialize it without touching the search.
+struct ifmr_state {
+  std::vector<float> data;
+  std::size_t batches = 0;
+};
+
 /// IFMR observer: observe() each calibration batch (the data is kept, as the toolkit does), then
-/// finalize().
+/// finalize(). Holds its kernel set by value, so it never points into a moved-from owner.
 class ifmr_observer {
  public:
+  using settings_type = ifmr_settings;
+  using state_type = ifmr_state;
+
   explicit ifmr_observer(ifmr_settings s = {},
                          const kernels::kernel_set& k = kernels::default_kernels(),
                          std::string name = "activation")
-      : s_(s), k_(&k), name_(std::move(name)) {}
+      : s_(s), k_(k), name_(std::move(name)) {}
 
   /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
-    const std::string label = name_ + " batch " + std::to_string(batches_);
-    auto mm = checked_minmax(label, x, n, k_->minmax);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    auto mm = checked_minmax(label, x, n, k_.minmax);
     if (!mm)
       return mm.error();
-    data_.insert(data_.end(), x, x + n);
-    ++batches_;
+    state_.data.insert(state_.data.end(), x, x + n);
+    ++state_.batches;
     return {};
   }
-  /// Adds one batch from an xtensor container or adaptor.
+  /// Adds one batch from a contiguous container (data() and size()).
   template <class C>
   [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
 
   [[nodiscard]] result<activation_quant_result> finalize() const {
-    if (batches_ == 0) {
+    if (state_.batches == 0) {
       return make_error(errc::no_data, name_ + ": IFMR finalize before observe");
     }
-    auto r = ifmr_run(data_.data(), data_.size(), s_, *k_);
+    auto r = ifmr_run(state_.data.data(), state_.data.size(), s_, k_);
     if (!r)
-      return r.error();
+      return make_error(r.error().code, name_ + ": " + r.error().message, r.error().note);
     return r.value().result;
   }
 
-  [[nodiscard]] std::size_t batches() const noexcept { return batches_; }
-  [[nodiscard]] const std::vector<float>& data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }
+  [[nodiscard]] const std::vector<float>& data() const noexcept { return state_.data; }
   [[nodiscard]] const ifmr_settings& settings() const noexcept { return s_; }
+  [[nodiscard]] const ifmr_state& state() const noexcept { return state_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
   ifmr_settings s_;
-  const kernels::kernel_set* k_;
+  kernels::kernel_set k_;
   std::string name_;
-  std::vector<float> data_;
-  std::size_t batches_ = 0;
+  ifmr_state state_;
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

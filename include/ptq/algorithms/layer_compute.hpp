@@ -4,7 +4,7 @@
 // outputs into independent tiles (each C element is computed by one GEMM call, whatever the
 // tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
 // along the GEMM's k axis (samples concatenated), so it has one fixed order.
-// Depends on core, kernels.
+// The GEMM tiles and their threads are gemm_tasks.hpp. Depends on core, kernels.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ptq/algorithms/gemm_tasks.hpp"
 #include "ptq/algorithms/im2col.hpp"
 #include "ptq/algorithms/layer_geometry.hpp"
 #include "ptq/core/error.hpp"
@@ -28,7 +29,7 @@ class layer_compute {
   /// `threads` 0 or 1 = the calling thread only. Check status() before use.
   explicit layer_compute(const layer_geometry& g, unsigned threads = 1,
                          const kernels::kernel_set& k = kernels::default_kernels())
-      : g_(g), status_(validate_geometry(g)), k_(k), threads_(threads == 0 ? 1 : threads) {
+      : g_(g), status_(validate_geometry(g)), k_(k), tasks_(k, threads) {
     if (status_.ok()) {
       oh_ = output_h(g);
       ow_ = output_w(g);
@@ -43,8 +44,8 @@ class layer_compute {
   [[nodiscard]] std::size_t input_size() const noexcept { return ptq::input_size(g_); }
   [[nodiscard]] std::size_t output_size() const noexcept { return ptq::output_size(g_); }
   [[nodiscard]] std::size_t weight_size() const noexcept { return ptq::weight_size(g_); }
-  [[nodiscard]] unsigned threads() const noexcept { return threads_; }
-  void set_threads(unsigned threads) noexcept { threads_ = threads == 0 ? 1 : threads; }
+  [[nodiscard]] unsigned threads() const noexcept { return tasks_.threads(); }
+  void set_threads(unsigned threads) noexcept { tasks_.set_threads(threads); }
 
   /// y[n, output_size()] = layer(x[n, input_size()]) with weight w (PyTorch layout) and bias
   /// (out_channels values, or nullptr). y must not overlap x, w or bias.
@@ -88,71 +89,12 @@ class layer_compute {
   }
 
  private:
-  /// A GEMM tile; with a bias, C is first filled with it (per row or per column) and accumulated.
-  struct gemm_task {
-    kernels::gemm_problem p;
-    const float* row_bias = nullptr;
-    const float* col_bias = nullptr;
-  };
-
-  /// Columns per tile when threads > 1: a multiple of every arch's register tile width, wide
-  /// enough that packing stays a small part of the work.
-  static constexpr std::size_t tile_cols = 192;
-
-  /// Adds p (with its bias) as one task, or split into column tiles when threads > 1 and there
-  /// are too few tasks to keep the threads busy.
-  void add_gemm(const kernels::gemm_problem& p, const float* row_bias, const float* col_bias,
-                std::size_t njobs) {
-    std::size_t cols = p.n;
-    if (threads_ > 1 && njobs < 4 * std::size_t{threads_}) {
-      const std::size_t want = (4 * std::size_t{threads_} + njobs - 1) / njobs;
-      const std::size_t per = (p.n + want - 1) / want;
-      cols = std::max(tile_cols, (per + tile_cols - 1) / tile_cols * tile_cols);
-    }
-    for (std::size_t j0 = 0; j0 < p.n; j0 += cols) {
-      gemm_task t;
-      t.p = p;
-      t.p.n = std::min(cols, p.n - j0);
-      t.p.b = p.trans_b ? p.b + j0 * p.ldb : p.b + j0;
-      t.p.c = p.c + j0;
-      t.row_bias = row_bias;
-      t.col_bias = col_bias == nullptr ? nullptr : col_bias + j0;
-      tasks_.push_back(t);
-    }
-  }
-
-  /// Runs fn(block, thread) for block in [0, nblocks): thread t takes blocks t, t + nt, ...
-  template <class Fn>
-  void run_blocks(std::size_t nblocks, Fn&& fn) {
-    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
-    kernels::parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
-      for (std::size_t b = t; b < nblocks; b += nt)
-        fn(b, t);
-    });
-  }
-
-  void run_tasks() {
-    prepare_threads(tasks_.size(), 0);
-    run_blocks(tasks_.size(), [this](std::size_t b, std::size_t t) {
-      gemm_task task = tasks_[b];
-      if (task.row_bias != nullptr || task.col_bias != nullptr) {
-        for (std::size_t i = 0; i < task.p.m; ++i) {
-          float* row = task.p.c + i * task.p.ldc;
-          for (std::size_t j = 0; j < task.p.n; ++j)
-            row[j] = task.row_bias != nullptr ? task.row_bias[i] : task.col_bias[j];
-        }
-        task.p.accumulate = true;
-      }
-      k_.gemm(task.p, gemm_ws_[t].data());
-    });
-  }
-
   /// cat[c][s*plane + p] = src[s][c][p]: samples side by side, so a GEMM's k axis runs over
   /// all of them in sample order.
   void concat_samples(const float* src, std::size_t n, std::size_t channels, std::size_t plane) {
     cat_.resize(n * channels * plane);
     float* cat = cat_.data();
-    run_blocks(n, [=](std::size_t s, std::size_t) {
+    tasks_.run_blocks(n, [=](std::size_t s, std::size_t) {
       for (std::size_t c = 0; c < channels; ++c) {
         std::memcpy(cat + c * n * plane + s * plane, src + (s * channels + c) * plane,
                     plane * sizeof(float));
@@ -189,7 +131,7 @@ class layer_compute {
     const std::size_t groups = g_.groups, cimg = w.channels * groups;
     col_.resize(groups * rows * ld);
     float* col = col_.data();
-    run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
       const std::size_t s = b / groups, grp = b % groups;
       im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P, ld);
     });
@@ -207,8 +149,8 @@ class layer_compute {
     p.trans_b = true;
     p.c = y;
     p.ldc = g_.out_channels;
-    add_gemm(p, nullptr, bias, 1);
-    run_tasks();
+    tasks_.add(p, nullptr, bias, 1);
+    tasks_.run();
   }
 
   void weight_grad_linear(const float* x, std::size_t n, const float* dy, float* dw) {
@@ -223,22 +165,8 @@ class layer_compute {
     p.ldb = g_.in_channels;
     p.c = dw;
     p.ldc = g_.in_channels;
-    add_gemm(p, nullptr, nullptr, 1);
-    run_tasks();
-  }
-
-  /// Sizes the per-thread workspaces for nblocks blocks (col_floats of im2col each).
-  void prepare_threads(std::size_t nblocks, std::size_t col_floats) {
-    const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
-    if (gemm_ws_.size() < nt)
-      gemm_ws_.resize(nt);
-    if (thread_col_.size() < nt)
-      thread_col_.resize(nt);
-    for (std::size_t t = 0; t < nt; ++t) {
-      gemm_ws_[t].resize(kernels::gemm_workspace_floats);
-      if (thread_col_[t].size() < col_floats)
-        thread_col_[t].resize(col_floats);
-    }
+    tasks_.add(p, nullptr, nullptr, 1);
+    tasks_.run();
   }
 
   /// Small images (the im2col of all samples fits in grad_chunk_floats): one GEMM per group over
@@ -254,10 +182,10 @@ class layer_compute {
       forward_conv_batched(x, n, w, bias, y);
       return;
     }
-    prepare_threads(n * groups, kdim * P);
-    run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
+    tasks_.prepare(n * groups, kdim * P);
+    tasks_.run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
       const std::size_t s = blk / groups, grp = blk % groups;
-      float* col = thread_col_[t].data();
+      float* col = tasks_.thread_col(t);
       im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P);
       kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col[kdim, P]
       p.m = cout_g;
@@ -274,7 +202,7 @@ class layer_compute {
           std::fill(p.c + i * P, p.c + (i + 1) * P, bias[grp * cout_g + i]);
         p.accumulate = true;
       }
-      k_.gemm(p, gemm_ws_[t].data());
+      k_.gemm(p, tasks_.gemm_workspace(t));
     });
   }
 
@@ -296,12 +224,12 @@ class layer_compute {
       p.ldb = ld;
       p.c = cat_.data() + grp * cout_g * ld;
       p.ldc = ld;
-      add_gemm(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, groups);
+      tasks_.add(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, groups);
     }
-    run_tasks();
+    tasks_.run();
     const float* cat = cat_.data();
     const std::size_t cout = g_.out_channels;
-    run_blocks(n, [=](std::size_t s, std::size_t) {
+    tasks_.run_blocks(n, [=](std::size_t s, std::size_t) {
       for (std::size_t c = 0; c < cout; ++c)
         std::memcpy(y + (s * cout + c) * P, cat + c * ld + s * P, P * sizeof(float));
     });
@@ -346,9 +274,9 @@ class layer_compute {
         p.c = dw + grp * m * kdim;
         p.ldc = kdim;
         p.accumulate = s0 > 0;
-        add_gemm(p, nullptr, nullptr, groups);
+        tasks_.add(p, nullptr, nullptr, groups);
       }
-      run_tasks();
+      tasks_.run();
     }
   }
 
@@ -375,13 +303,13 @@ class layer_compute {
       p.ldb = ld;
       p.c = col_.data() + grp * rows * ld;
       p.ldc = ld;
-      add_gemm(p, nullptr, nullptr, groups);
+      tasks_.add(p, nullptr, nullptr, groups);
     }
-    run_tasks();
+    tasks_.run();
     const window_geometry win = windows();
     const std::size_t P = oh_ * ow_;
     const float* col = col_.data();
-    run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
       const std::size_t s = b / groups, grp = b % groups;
       float* img = y + (s * g_.out_channels + grp * cout_g) * P;
       for (std::size_t c = 0; c < cout_g; ++c) {
@@ -400,12 +328,9 @@ class layer_compute {
   layer_geometry g_;
   result<> status_;
   kernels::kernel_set k_;
-  unsigned threads_ = 1;
   std::size_t oh_ = 0;
   std::size_t ow_ = 0;
-  std::vector<gemm_task> tasks_;
-  std::vector<std::vector<float>> gemm_ws_;     // one packing workspace per thread
-  std::vector<std::vector<float>> thread_col_;  // one im2col buffer per thread
+  gemm_task_runner tasks_;
   std::vector<float> col_;  // im2col of a chunk of samples (or the transpose's GEMM output)
   std::vector<float> cat_;  // samples side by side
 };

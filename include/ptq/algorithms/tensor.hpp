@@ -1,11 +1,8 @@
 // Layer kinds, tensor references and the per-channel geometry of weights (spec §3): the output
-// channel axis for ARQ (with the ConvTranspose rearrangement with groups) and the input channel
-// axis for DMQ. Depends on core and xtensor (for the rearranged copy).
+// channel axis for ARQ (with the ConvTranspose rearrangement with groups, computed without a
+// copy) and the input channel axis for DMQ. Depends on core and kernels; no xtensor (the
+// rearranged copy the tests compare with is tests/support/rearrange.hpp).
 #pragma once
-
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
-#include <xtensor/xmanipulation.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -58,7 +55,8 @@ struct tensor_ref {
   }
 };
 
-/// A tensor_ref of an xtensor container or adaptor (row-major, contiguous; no copy).
+/// A tensor_ref of a contiguous row-major container with data() and shape() (an xtensor
+/// container or adaptor, for example; no copy).
 template <class C>
 [[nodiscard]] tensor_ref as_tensor_ref(const C& c, std::string name = "tensor") {
   tensor_ref t;
@@ -175,26 +173,6 @@ struct channel_geometry {
   g.segment = n / (shape[0] * shape[1]);
   g.segments_per_channel = shape[0] / groups;
   return g;
-}
-
-/// The ConvTranspose rearrangement of spec §3 as a copy: [Cin, Cout/g, k...] -> [Cout, Cin/g, k...]
-/// (g = 1: swap axes 0 and 1; g > 1: reshape to [g, Cin/g, Cout/g, k...], swap the middle axes,
-/// reshape). Row o of the result is output channel o.
-[[nodiscard]] inline xt::xarray<float> rearrange_conv_transpose(const tensor_ref& w,
-                                                                std::size_t groups) {
-  const auto& s = w.shape;
-  std::vector<std::size_t> split{groups, s[0] / groups, s[1]};
-  std::size_t k = 1;
-  for (std::size_t i = 2; i < s.size(); ++i)
-    k *= s[i];
-  split.push_back(k);
-  auto in = xt::adapt(w.data, w.size(), xt::no_ownership(), split);
-  xt::xarray<float> swapped = xt::transpose(in, {0, 2, 1, 3});
-  std::vector<std::size_t> out_shape{groups * s[1], s[0] / groups};
-  for (std::size_t i = 2; i < s.size(); ++i)
-    out_shape.push_back(s[i]);
-  swapped.reshape(out_shape);
-  return swapped;
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -107,8 +107,19 @@ kernel_set kernel_set_factory::operator()(Arch) const noexcept {
 }
 
 /// The kernels for the arch this TU is compiled for (xsimd::default_arch).
-[[nodiscard]] inline const kernel_set& default_kernels() noexcept {
-  static const kernel_set k = make_kernel_set<xsimd::default_arch>();
+///
+/// A template on the arch, not an inline function: an inline `default_kernels()` built on
+/// `xsimd::default_arch` would be defined differently by a TU compiled with -mavx2 and one
+/// compiled for the baseline (an ODR violation), and the linker would keep one of the two for
+/// both, so the baseline TU could get AVX2 kernels on a CPU without AVX2. As a template, each TU
+/// instantiates `default_kernels<its arch>`, a different function per arch with one definition
+/// each; a call without arguments still reads `default_kernels()`. Per-ISA TUs should still
+/// only instantiate the kernel templates (kernel_set_factory) and leave the rest of ptq to the
+/// baseline TUs, since every inline non-template function that calls `default_kernels()`
+/// takes the arch of the TU that compiled it.
+template <class Arch = xsimd::default_arch>
+[[nodiscard]] const kernel_set& default_kernels() noexcept {
+  static const kernel_set k = make_kernel_set<Arch>();
   return k;
 }
 

@@ -1,6 +1,6 @@
 // From a session layer to an AdaRound problem: the layer geometry from its description and an
-// input batch, the samples (divided by the DMQ factors), and the ADA settings of its resolved
-// config. Depends on the algorithms layer and the session's layer description.
+// input batch, and the samples (divided by the DMQ factors), solved by the layer's calibrator.
+// Depends on the algorithms layer and the session's layer description.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,6 @@
 #include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
-#include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
 
@@ -82,24 +81,17 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
   return out;
 }
 
-/// The ADA settings of a resolved `weight_quant_params` (seed, threads and progress are the
-/// caller's).
-[[nodiscard]] inline ada_settings ada_settings_of(const basic_weight_params<float>& w) {
-  ada_settings s;
-  s.num_iteration = w.num_iteration;
-  s.reg_param = w.reg_param;
-  s.warm_start = w.warm_start;
-  s.beta_range_start = w.beta_range_start;
-  s.beta_range_end = w.beta_range_end;
-  s.channel_wise = w.channel_wise;
-  return s;
-}
-
 /// AdaRound of layer `d` (weights fused and balanced by `factors`) on the samples of `input`,
-/// with the target act(float layer) computed on `float_input`, or on `input` when null.
-[[nodiscard]] inline result<ada_result> ada_quantize_layer(
-    const layer_desc& d, const std::vector<float>& factors, const tensor_ref& input,
-    const tensor_ref* float_input, const ada_settings& s, const kernels::kernel_set& k) {
+/// with the target act(float layer) computed on `float_input`, or on `input` when null, by the
+/// calibrator `c` (a layer_calibrator whose weight policy needs samples: its settings, kernels
+/// and `quantize_weights(const ada_problem&)`).
+template <class Calibrator>
+[[nodiscard]] result<ada_result> ada_quantize_layer(const layer_desc& d,
+                                                    const std::vector<float>& factors,
+                                                    const tensor_ref& input,
+                                                    const tensor_ref* float_input,
+                                                    const Calibrator& c) {
+  static_assert(Calibrator::needs_samples, "AdaRound needs a calibrator that learns from samples");
   auto samples = ada_samples_of(d, input, factors);
   if (!samples)
     return samples.error();
@@ -117,14 +109,14 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
       return f.error();
     ada_problem fp = p;
     fp.input = f.value().data.data();
-    auto t = ada_float_target(fp, k, s.threads);
+    auto t = ada_float_target(fp, c.kernel_set(), c.weight_settings().threads);
     if (!t)
       return t.error();
     target = std::move(t).value();
     p.target = target.data();
   }
   p.input = samples.value().data.data();
-  return ada_round(p, s, k);
+  return c.quantize_weights(p);
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -1,0 +1,62 @@
+// What a calibration session reports and how it runs: its phases, the progress event, and the
+// options (threads, kernels, callbacks, the AdaRound seed). Depends on config (resolve options),
+// kernels and the AdaRound progress type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "ptq/algorithms/ada.hpp"
+#include "ptq/config/resolve.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Where a session is; reported to the progress callback.
+enum class session_phase : std::uint8_t { fusion, dmq, weights, activations, done };
+
+/// The phase's name in messages: "fusion", "DMQ", "weight quantization", "activation
+/// calibration", "done".
+[[nodiscard]] constexpr std::string_view to_string(session_phase p) noexcept {
+  switch (p) {
+    case session_phase::fusion:
+      return "fusion";
+    case session_phase::dmq:
+      return "DMQ";
+    case session_phase::weights:
+      return "weight quantization";
+    case session_phase::activations:
+      return "activation calibration";
+    case session_phase::done:
+      return "done";
+  }
+  return "?";
+}
+
+struct progress_event {
+  session_phase phase = session_phase::fusion;
+  std::string_view layer;  ///< the layer just handled
+  std::size_t done = 0;    ///< steps of this phase finished
+  std::size_t total = 0;   ///< steps of this phase
+};
+
+struct session_options {
+  resolve_options resolve{};
+  unsigned threads = 1;  ///< for the kernels that can use several; results do not depend on it
+  /// The kernels every phase uses: the compile-time arch of the TU that makes the options by
+  /// default; a binary with per-ISA translation units passes
+  /// `kernels::dispatch_kernel_set<kernels::x86_archs>()`.
+  kernels::kernel_set kernels = kernels::default_kernels();
+  std::function<void(const progress_event&)> on_progress;
+  std::uint64_t ada_seed = 0;  ///< AdaRound minibatch seed (recorded by `ptq calibrate`)
+  std::size_t ada_report_every = 100;
+  /// AdaRound progress: the layer and its iteration, reconstruction and rounding losses.
+  std::function<void(std::string_view, const ada_progress&)> on_ada_progress;
+};
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

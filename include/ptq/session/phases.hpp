@@ -1,0 +1,194 @@
+// The work of each session phase on one layer, as free functions: Conv+BN fusion, the DMQ
+// factors, the weight quantization (ARQ at once, AdaRound from samples) and one activation
+// batch. calibration_session (session.hpp) checks the order of the calls and reports progress;
+// these do the numbers, through the layer's calibrator (no algorithm enum is tested here).
+// Depends on the algorithms and the session's layer state.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/conv_bn_fusion.hpp"
+#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/layer_calibrator.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/session/ada_layer.hpp"
+#include "ptq/session/checks.hpp"
+#include "ptq/session/options.hpp"
+#include "ptq/session/session_layer.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Whether phase 1 fuses the layer's BatchNorm: it has one, fusion is on and the layer is not in
+/// skip_fusion_layers.
+[[nodiscard]] inline bool fusion_wanted(const session_layer& l, const resolved_config& plan) {
+  if (!l.desc.batch_norm || !plan.do_fusion)
+    return false;
+  return std::find(plan.skip_fusion_layers.begin(), plan.skip_fusion_layers.end(), l.desc.name) ==
+         plan.skip_fusion_layers.end();
+}
+
+/// Phase 1: folds the layer's BatchNorm into its weight and bias when fusion_wanted. A fusion
+/// that would not be finite is skipped with W606.
+inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vector<error>& diags) {
+  if (!fusion_wanted(l, plan))
+    return;
+  const auto cout = layer_output_channels(l.desc);
+  std::vector<float> w(l.desc.weight.begin(), l.desc.weight.end());
+  std::vector<float> b;
+  if (l.desc.bias)
+    b.assign(l.desc.bias->begin(), l.desc.bias->end());
+  auto f = fuse_conv_bn(w, b, cout, *l.desc.batch_norm, l.desc.name);
+  if (!f) {
+    diags.push_back(in_layer(
+        l.desc.name, make_error(errc::session_layer_invalid, f.error().message, f.error().note)));
+  } else if (!is_finite(f.value())) {
+    diags.push_back(make_warning(errc::fusion_skipped,
+                                 "layer '" + l.desc.name +
+                                     "': Conv+BN fusion skipped, the fused values would not be "
+                                     "finite"));
+  } else {
+    std::copy(f.value().weight.begin(), f.value().weight.end(), l.desc.weight.begin());
+    l.desc.bias = xt::xarray<float>::from_shape({cout});
+    std::copy(f.value().bias.begin(), f.value().bias.end(), l.desc.bias->begin());
+    l.desc.batch_norm.reset();
+    l.fused = true;
+  }
+}
+
+/// Phase 2: the DMQ factors of a layer from its (checked) input batch.
+[[nodiscard]] inline result<> compute_balance_factors(session_layer& l, const tensor_ref& input,
+                                                      const kernels::kernel_set& k) {
+  if (auto st = check_layer_input(l.desc, input); !st)
+    return st;
+  auto w = as_tensor_ref(l.desc.weight, l.desc.name + ".weight");
+  auto act = input;
+  act.name = l.desc.name + " input";
+  dmq_settings ds;
+  ds.migration_strength = *l.plan.dmq_balancer_param;
+  auto f = dmq_factors(act, w, l.desc.type, l.desc.conv.groups, ds, k);
+  if (!f)
+    return in_layer(l.desc.name, f.error());
+  l.balance_factors = std::move(f).value();
+  return {};
+}
+
+/// Phase 3 for one enabled layer: balances its weight by the DMQ factors, then quantizes it
+/// when its weight policy needs no samples (ARQ). AdaRound layers keep the balanced float
+/// weight for quantize_ada_layer.
+[[nodiscard]] inline result<> quantize_layer_weights(session_layer& l) {
+  if (l.desc.type == layer_type::avg_pool2d) {
+    l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // spec §5.8
+    return {};
+  }
+  std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
+  if (!l.balance_factors.empty()) {
+    if (auto st = dmq_apply_to_weight(l.desc.weight.data(), shape, l.desc.type, l.desc.conv.groups,
+                                      l.balance_factors);
+        !st) {
+      return in_layer(l.desc.name, st.error());
+    }
+  }
+  return std::visit(
+      [&](auto& c) -> result<> {
+        if constexpr (std::decay_t<decltype(c)>::needs_samples) {
+          return {};  // learned later by quantize_ada_layer, from the engine's samples
+        } else {
+          const std::vector<float> before(l.desc.weight.begin(), l.desc.weight.end());
+          auto p = c.quantize_weights(l.desc.weight.data(), shape, l.desc.type, l.desc.conv.groups);
+          if (!p)
+            return in_layer(l.desc.name, p.error());
+          l.weight_sqnr_db = sqnr_db(before.data(), l.desc.weight.data(), before.size());
+          l.weight_params = std::move(p).value();
+          return {};
+        }
+      },
+      *l.calibrator);
+}
+
+/// Phase 3, AdaRound: learns the layer's rounding from `input` (the target from `float_input`,
+/// or from `input` when null) and replaces its weight by the fake-quantized one.
+[[nodiscard]] inline result<> quantize_ada_layer(session_layer& l, const tensor_ref& input,
+                                                 const tensor_ref* float_input,
+                                                 const session_options& options) {
+  if (auto st = check_layer_input(l.desc, input); !st)
+    return st;
+  if (float_input) {
+    if (auto st = check_layer_input(l.desc, *float_input); !st)
+      return st;
+    if (float_input->shape != input.shape) {
+      return make_error(errc::session_input_invalid,
+                        l.desc.name + ": the float input " + shape_string(float_input->shape) +
+                            " and the input " + shape_string(input.shape) + " differ in shape");
+    }
+  }
+  return std::visit(
+      [&](auto& c) -> result<> {
+        if constexpr (!std::decay_t<decltype(c)>::needs_samples) {
+          return make_error(errc::session_call_invalid,
+                            l.desc.name + ": not an AdaRound layer still to quantize");
+        } else {
+          ada_settings& as = c.weight_settings();
+          as.seed = options.ada_seed;
+          as.threads = options.threads;
+          as.report_every = options.ada_report_every;
+          as.on_progress = nullptr;
+          if (options.on_ada_progress) {
+            as.on_progress = [&options, &l](const ada_progress& e) {
+              options.on_ada_progress(l.desc.name, e);
+            };
+          }
+          auto r = ada_quantize_layer(l.desc, l.balance_factors, input, float_input, c);
+          as.on_progress = nullptr;  // it refers to this call's options and layer
+          if (!r)
+            return in_layer(l.desc.name, r.error());
+          auto& res = r.value();
+          l.weight_sqnr_db = sqnr_db(l.desc.weight.data(), res.weight.data(), res.weight.size());
+          std::copy(res.weight.begin(), res.weight.end(), l.desc.weight.begin());
+          l.ada_changed = res.changed;
+          l.weight_params = std::move(res.params);
+          return {};
+        }
+      },
+      *l.calibrator);
+}
+
+/// Phase 4: one activation batch of a layer, divided by its DMQ factors and observed; after
+/// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`).
+[[nodiscard]] inline result<> observe_layer_batch(session_layer& l, const tensor_ref& input,
+                                                  std::size_t batch_num, bool fp16) {
+  if (auto st = check_layer_input(l.desc, input); !st)
+    return st;
+  const auto observe = [&](const float* x, std::size_t n) {
+    return std::visit([&](auto& c) { return c.observe(x, n); }, *l.calibrator);
+  };
+  result<> st;
+  if (!l.balance_factors.empty()) {
+    std::vector<float> scaled(input.data, input.data + input.size());
+    st = dmq_apply_to_activation(scaled.data(), input.shape, l.desc.type, l.balance_factors);
+    if (st)
+      st = observe(scaled.data(), scaled.size());
+  } else {
+    st = observe(input.data, input.size());
+  }
+  if (!st)
+    return in_layer(l.desc.name, st.error());
+  if (++l.batches_seen == batch_num) {
+    auto r = std::visit([](const auto& c) { return c.finalize(); }, *l.calibrator);
+    if (!r)
+      return in_layer(l.desc.name, r.error());
+    l.activation_params = fp16 ? with_fp16_scale(r.value()) : r.value();
+    l.calibrator.reset();
+  }
+  return {};
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -1,0 +1,68 @@
+// One layer's state in a calibration session: its description (weights fused, balanced and
+// fake-quantized as the phases go), its resolved config entry, and what each phase produced.
+// Depends on the algorithms (the layer calibrator) and the session's layer description.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/layer_calibrator.hpp"
+#include "ptq/config/resolve.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/session/layer.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Signal-to-quantization-noise ratio of `q` against `x` in dB (inf when they are equal).
+[[nodiscard]] inline double sqnr_db(const float* x, const float* q, std::size_t n) noexcept {
+  double signal = 0.0;
+  double noise = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - static_cast<double>(q[i]);
+    signal += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    noise += d * d;
+  }
+  if (noise == 0.0)
+    return std::numeric_limits<double>::infinity();
+  if (signal == 0.0)
+    return -std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(signal / noise);
+}
+
+/// One layer's state in a session.
+struct session_layer {
+  layer_desc desc;                     ///< weights here are fused, balanced, fake-quantized
+  resolved_layer plan;                 ///< the resolved config entry
+  bool fused = false;                  ///< BatchNorm folded into weight/bias
+  std::vector<float> balance_factors;  ///< DMQ factors (Cin), empty without DMQ
+  std::optional<weight_quant_result> weight_params;
+  std::optional<activation_quant_result> activation_params;
+  std::size_t batches_seen = 0;
+  /// The layer's algorithms (make_layer_calibrator of `plan`); enabled layers only, reset once
+  /// the activation is finalized.
+  std::optional<any_layer_calibrator> calibrator;
+  /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
+  double weight_sqnr_db = 0.0;
+  /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.
+  std::size_t ada_changed = 0;
+};
+
+/// Whether the layer's weights are learned from samples by AdaRound (`quantize_ada`).
+[[nodiscard]] inline bool learns_from_samples(const session_layer& l) noexcept {
+  return l.plan.quant_enable && l.calibrator && needs_samples(*l.calibrator) &&
+         l.desc.type != layer_type::avg_pool2d;
+}
+
+/// Whether the layer takes part in the DMQ pass (enabled, with dmq_balancer).
+[[nodiscard]] inline bool needs_dmq(const session_layer& l) noexcept {
+  return l.plan.quant_enable && l.plan.dmq_balancer_param.has_value();
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq
