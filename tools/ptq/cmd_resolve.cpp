@@ -32,11 +32,12 @@ const ptq_cli::register_command reg{
          const auto c = ptq_cli::load_config(a->config, "resolve");
          if (!c)
            return ptq_cli::exit_error;
-         std::string layers_text;
-         if (!ptq::read_text_file(a->layers, layers_text)) {
-           std::cerr << "ptq resolve: error: cannot read '" << a->layers << "'\n";
+         auto read = ptq_cli::read_text_input(a->layers, "--layers");
+         if (!read) {
+           std::cerr << "ptq resolve: " << ptq::format_error(read.error());
            return ptq_cli::exit_error;
          }
+         const std::string layers_text = std::move(read).value();
          const auto layers = ptq::try_read_layer_list(layers_text);
          if (!layers) {
            std::cerr << ptq::format_diagnostics(layers.diagnostics(), layers_text, a->layers);
