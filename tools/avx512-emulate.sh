@@ -22,14 +22,14 @@
 #                     BINARY[::ARGS] [BINARY[::ARGS] ...]
 #   Each BINARY must be statically linked (the initramfs has no libc). ARGS is put as written
 #   after the binary's name on a command line of the guest's /init (busybox sh), so shell
-#   quoting applies: quote Catch2 tags and names, e.g. ".../ptq_numerics_tests::'[kernels]'"
+#   quoting applies: quote Catch2 tags and names, e.g. ".../ptq_kernels_tests::'[kernels]'"
 #   or "...::-s 'gemm: the kernel sets carry their references'". A binary's working directory in
 #   the guest is /, and it sees no host files: tests that read data files or start other
 #   programs fail there, so select only self-contained tests.
 #   Example (ptq):
 #     cmake -S . -B /build-avx512emu -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXE_LINKER_FLAGS=-static
-#     cmake --build /build-avx512emu --target ptq_numerics_tests ptq_layers_tests
-#     tools/avx512-emulate.sh "/build-avx512emu/tests/numerics/ptq_numerics_tests::'[kernels]'"
+#     cmake --build /build-avx512emu --target ptq_kernels_tests
+#     tools/avx512-emulate.sh "/build-avx512emu/tests/kernels/ptq_kernels_tests::'[kernels],[gemm]'"
 #
 # Exit code: 0 when every binary exited 0 in the guest, 1 when one did not, 2 when the run
 # did not finish (timeout, no end marker) or the setup failed.

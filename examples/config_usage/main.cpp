@@ -1,6 +1,9 @@
 // The README's usage example: parse a simple config, resolve it for a model's layers, and
-// write the detailed JSON config. Kept in sync with README.md.
+// write the detailed JSON config. README.md shows the region between the [readme:...] markers,
+// and tests/package checks that it is this text.
+// [readme:usage]
 #include <iostream>
+#include <vector>
 
 #include <ptq/config_json.hpp>  // <ptq/config.hpp> alone needs only the standard library
 
@@ -25,7 +28,7 @@ int main() {
 
   // 2. Resolve per layer with the toolkit's precedence and defaults.
   const std::vector<ptq::layer_info> layers = {
-      {"features.0", ptq::layer_type::conv2d, true, 3, 1},
+      {"features.0", ptq::layer_type::conv2d, true, 3, 1},  // name, type, bias, Cin, groups
       {"classifier", ptq::layer_type::linear, true, 512, 1},
   };
   const auto plan = ptq::resolve_config(config.value(), layers);
@@ -33,7 +36,7 @@ int main() {
   if (!plan)
     return 1;
 
-  for (const auto& layer : plan->layers) {
+  for (const auto& layer : plan->layers) {  // classifier: hfmg asymmetric, weights per tensor
     std::cout << layer.name << ": " << ptq::to_string(layer.activation.algo)
               << (layer.activation.asymmetric ? " asymmetric" : " symmetric") << ", weights "
               << (layer.weight->channel_wise ? "per channel" : "per tensor") << '\n';
@@ -43,3 +46,4 @@ int main() {
   std::cout << ptq::to_toolkit_json(plan.value()) << '\n';
   return 0;
 }
+// [/readme:usage]

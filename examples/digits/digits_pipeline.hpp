@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "digits_engine.hpp"
-#include "ptq/io/manifest.hpp"
+#include "ptq/io/safetensors.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/session.hpp"
 
 namespace digits {
@@ -71,7 +72,7 @@ inline std::array<std::size_t, 2> pair_of(const std::vector<std::size_t>& v, std
 
 /// One layer of the sequential model with the given description (weights, BN, activation);
 /// `x` is already flattened where the manifest says so.
-inline tensor run_layer(const ptq::io::manifest_layer& m, const ptq::layer_desc& d, tensor x) {
+inline tensor run_layer(const ptq::manifest_layer& m, const ptq::layer_desc& d, tensor x) {
   std::vector<float> bias;
   if (d.bias)
     bias.assign(d.bias->begin(), d.bias->end());
@@ -100,7 +101,7 @@ inline tensor run_layer(const ptq::io::manifest_layer& m, const ptq::layer_desc&
 }
 
 /// Runs the model; `hook(i, x)` sees (and may change) layer i's input first.
-inline tensor forward(const ptq::io::model_manifest& model,
+inline tensor forward(const ptq::model_manifest& model,
                       const std::vector<const ptq::layer_desc*>& descs, tensor x,
                       const std::function<void(std::size_t, tensor&)>& hook = {}) {
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
@@ -162,8 +163,8 @@ struct pipeline_result {
 /// flow); the quantized evaluation also quantize-dequantizes every layer input with the
 /// recorded scale_d/offset_d.
 inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
-                                              const ptq::io::model_manifest& model,
-                                              const tensor& calib, const tensor& test,
+                                              const ptq::model_manifest& model, const tensor& calib,
+                                              const tensor& test,
                                               const std::vector<float>& test_labels,
                                               std::size_t batch_size,
                                               ptq::session_options options = {}) {
@@ -286,7 +287,7 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
 
 /// Loads the bundled example's files from `dir` (examples/digits).
 struct digits_data {
-  ptq::io::model_manifest model;
+  ptq::model_manifest model;
   ptq::io::safetensors_file weights;
   tensor calib;
   tensor test;
@@ -294,8 +295,12 @@ struct digits_data {
 };
 
 inline bool load_digits(const std::string& dir, digits_data& d, std::string& error) {
-  if (!ptq::io::read_safetensors(dir + "/model.safetensors", d.weights, error))
+  auto weights = ptq::io::read_safetensors(dir + "/model.safetensors");
+  if (!weights) {
+    error = weights.error().message;
     return false;
+  }
+  d.weights = std::move(weights).value();
   std::string text;
   {
     std::ifstream in(dir + "/manifest.json");
@@ -307,21 +312,32 @@ inline bool load_digits(const std::string& dir, digits_data& d, std::string& err
     ss << in.rdbuf();
     text = ss.str();
   }
-  if (!ptq::io::parse_manifest(text, d.weights, d.model, error))
+  auto model = ptq::parse_manifest(text, d.weights);
+  if (!model) {
+    error = model.error().message;
     return false;
+  }
+  d.model = std::move(model).value();
   auto load = [&](const std::string& file, tensor& images, std::vector<float>* labels) {
-    ptq::io::safetensors_file f;
-    if (!ptq::io::read_safetensors(dir + "/" + file, f, error))
+    auto f = ptq::io::read_safetensors(dir + "/" + file);
+    if (!f) {
+      error = f.error().message;
       return false;
-    ptq::io::float_tensor t;
-    if (!f.get("images", t, error))
+    }
+    auto t = f->get("images");
+    if (!t) {
+      error = t.error().message;
       return false;
-    images = tensor::from_shape(t.shape);
-    std::copy(t.data.begin(), t.data.end(), images.begin());
+    }
+    images = tensor::from_shape(t->shape);
+    std::copy(t->data.begin(), t->data.end(), images.begin());
     if (labels) {
-      if (!f.get("labels", t, error))
+      auto l = f->get("labels");
+      if (!l) {
+        error = l.error().message;
         return false;
-      *labels = t.data;
+      }
+      *labels = std::move(l->data);
     }
     return true;
   };

@@ -1,7 +1,8 @@
-// ptq io: .npy reading and writing. Standard library only.
+// ptq io: .npy and safetensors reading and writing, atomic writes. Knows nothing of layers (the
+// manifest sits with the session: ptq/manifest.hpp). Standard library; safetensors adds
+// nlohmann_json.
 #pragma once
 
 #include "ptq/io/atomic_file.hpp"
-#include "ptq/io/manifest.hpp"
 #include "ptq/io/npy.hpp"
 #include "ptq/io/safetensors.hpp"

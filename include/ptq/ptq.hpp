@@ -3,7 +3,9 @@
 //   ptq/config_json.hpp  + the detailed JSON config (nlohmann_json)
 //   ptq/core.hpp, ptq/kernels.hpp, ptq/algorithms.hpp   the numerics (xtensor, xsimd)
 //   ptq/session.hpp      the calibration session and the record file
-//   ptq/io.hpp           .npy, safetensors, manifests, atomic writes
+//   ptq/record_json.hpp  + the record as JSON (nlohmann_json)
+//   ptq/manifest.hpp     + the model manifest (nlohmann_json)
+//   ptq/io.hpp           .npy, safetensors, atomic writes
 #pragma once
 
 #include "ptq/algorithms.hpp"
@@ -12,5 +14,7 @@
 #include "ptq/core.hpp"
 #include "ptq/io.hpp"
 #include "ptq/kernels.hpp"
+#include "ptq/manifest.hpp"
+#include "ptq/record_json.hpp"
 #include "ptq/session.hpp"
 #include "ptq/version.hpp"

@@ -1,8 +1,9 @@
-// The session layer: layer descriptions, the calibration session, the record file (proto text
-// and JSON). Adds xtensor/xsimd (through the numerics) and nlohmann_json (record JSON).
+// The session layer: layer descriptions, the calibration session, the record file (proto text).
+// Adds xtensor/xsimd (through the numerics). The JSON forms are opt-in, as ptq/config_json.hpp
+// is, because they add nlohmann_json: ptq/record_json.hpp (the record as JSON) and
+// ptq/manifest.hpp (the model manifest of `ptq calibrate --model`).
 #pragma once
 
 #include "ptq/session/layer.hpp"
 #include "ptq/session/record.hpp"
-#include "ptq/session/record_json.hpp"
 #include "ptq/session/session.hpp"

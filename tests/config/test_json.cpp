@@ -124,6 +124,23 @@ TEST_CASE("malformed JSON reports line and column", "[json]") {
   CHECK(r.error().where.begin.column == 3);
 }
 
+TEST_CASE("a UTF-8 byte order mark before the JSON is skipped; columns count from after it",
+          "[json]") {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string text = bom + "{\"version\": x}";
+  const auto r = ptq::try_read_quant_config(text);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where.begin.line == 1);
+  CHECK(r.error().where.begin.column == 13);
+  const std::string rendered = ptq::format_diagnostic(r.error(), text, "q.json");
+  CHECK(rendered.substr(rendered.find('\n') + 1) ==
+        " 1 | {\"version\": x}\n"
+        "   |             ^\n");
+  const auto layers = ptq::try_read_layer_list(bom + R"([{"name":"a","type":"Conv2d"}])");
+  REQUIRE(layers.ok());
+  CHECK(layers.value().front().name == "a");
+}
+
 TEST_CASE("layer lists", "[json]") {
   const auto r = ptq::try_read_layer_list(
       R"([{"name":"a","type":"Conv2d","in_channels":3,"groups":1},{"name":"b","type":"Linear","bias":false}])");

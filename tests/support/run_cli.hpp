@@ -1,40 +1,97 @@
-// Runs the built `ptq` tool for the CLI tests: exit code, stdout and stderr.
+// The one runner of the built `ptq` tool for the CLI tests (tests/tools): exit code, stdout and
+// stderr. Only tests/tools gets PTQ_CLI_PATH, and that suite exists only when the tool is built,
+// so a CLI test is never compiled into something that passes without running the tool.
 #pragma once
 
+#ifndef PTQ_CLI_PATH
+#error "run_cli.hpp is for tests/tools, which defines PTQ_CLI_PATH (the built ptq tool)"
+#endif
+
 #include <sys/wait.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
-
-#include "ptq/config/api.hpp"
+#include <vector>
 
 namespace ptq_test {
 
 struct cli_result {
-  int code = -1;
+  int code = -1;  ///< the exit status, or 128 + the signal number when a signal ended it
   std::string out;
   std::string err;
 };
 
-#ifdef PTQ_CLI_PATH
-/// `ptq ARGS` through the shell; stderr is captured through a file in the working directory.
-inline cli_result run_cli(const std::string& args) {
-  const std::string err_file = "ptq_cli_test_stderr.txt";
-  const std::string cmd = std::string(PTQ_CLI_PATH) + " " + args + " 2>" + err_file;
+namespace detail {
+
+/// One shell word: 'text' with every ' written as '\''.
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// `ptq ` + shell_args through the shell, stdout and stderr through files named by this
+/// process's id (suites may run in parallel) in the temporary directory.
+inline cli_result run_shell(const std::string& shell_args) {
+  namespace fs = std::filesystem;
+  const std::string tool = PTQ_CLI_PATH;
+  INFO("the ptq tool: " << tool);
+  REQUIRE(fs::is_regular_file(tool));  // a missing binary fails the test, it never skips it
+  const std::string stem = "ptq_cli_test_" + std::to_string(::getpid());
+  const fs::path out = fs::temp_directory_path() / (stem + ".out");
+  const fs::path err = fs::temp_directory_path() / (stem + ".err");
+  const std::string cmd = shell_quote(tool) + " " + shell_args + " >" + shell_quote(out.string()) +
+                          " 2>" + shell_quote(err.string());
+  const int st = std::system(cmd.c_str());
+  REQUIRE(st != -1);
   cli_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  (void)ptq::read_text_file(err_file, r.err);
-  std::remove(err_file.c_str());
+  if (WIFEXITED(st)) {
+    r.code = WEXITSTATUS(st);
+  } else if (WIFSIGNALED(st)) {
+    r.code = 128 + WTERMSIG(st);
+  }
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::error_code ec;
+  fs::remove(out, ec);
+  fs::remove(err, ec);
   return r;
 }
-#endif
+
+}  // namespace detail
+
+/// `ptq ARGS`, ARGS split into words by the shell (so tests can write "check a.cfg --x y").
+inline cli_result run_cli(const std::string& args) {
+  return detail::run_shell(args);
+}
+
+/// `ptq ARGS...`, each element one argument, quoted (paths with spaces or quotes stay whole).
+/// Not an overload of run_cli: a braced list of two literals would also match std::string's
+/// iterator-pair constructor.
+inline cli_result run_cli_argv(const std::vector<std::string>& args) {
+  std::string words;
+  for (const auto& a : args) {
+    if (!words.empty())
+      words += ' ';
+    words += detail::shell_quote(a);
+  }
+  return detail::run_shell(words);
+}
 
 }  // namespace ptq_test

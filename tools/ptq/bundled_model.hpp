@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "ptq/algorithms/layer_compute.hpp"
-#include "ptq/io/manifest.hpp"
+#include "ptq/io/safetensors.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/calibrate_files.hpp"
 #include "ptq/session/session.hpp"
 
@@ -129,7 +130,7 @@ inline std::array<std::size_t, 2> pair_of(const std::vector<std::size_t>& v, std
 }  // namespace detail
 
 /// One layer with the given description (weights, BatchNorm, activation).
-inline ptq::result<batch_tensor> run_layer(const ptq::io::manifest_layer& m,
+inline ptq::result<batch_tensor> run_layer(const ptq::manifest_layer& m,
                                            const ptq::layer_desc& d, const batch_tensor& x,
                                            unsigned threads) {
   batch_tensor y;
@@ -166,7 +167,7 @@ inline ptq::result<batch_tensor> run_layer(const ptq::io::manifest_layer& m,
 using layer_hook = std::function<ptq::result<>(std::size_t, batch_tensor&)>;
 
 /// Runs the model with layer i described by descs[i].
-inline ptq::result<batch_tensor> forward(const ptq::io::model_manifest& model,
+inline ptq::result<batch_tensor> forward(const ptq::model_manifest& model,
                                          const std::vector<const ptq::layer_desc*>& descs,
                                          batch_tensor x, unsigned threads,
                                          const layer_hook& hook = {}) {
@@ -211,7 +212,7 @@ inline ptq::result<batch_tensor> forward(const ptq::io::model_manifest& model,
 
 /// The bundled model and its data.
 struct bundled_model {
-  ptq::io::model_manifest model;
+  ptq::model_manifest model;
   ptq::io::safetensors_file weights;
   batch_tensor calib;  ///< calibration images
   batch_tensor test;   ///< test images

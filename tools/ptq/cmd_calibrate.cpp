@@ -25,7 +25,7 @@
 #include "outputs.hpp"
 #include "ptq/config.hpp"
 #include "ptq/config_json.hpp"
-#include "ptq/io/manifest.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/calibrate_files.hpp"
 #include "ptq/session/export.hpp"
@@ -71,14 +71,14 @@ std::vector<named_path> outputs_of(const calibrate_args& a) {
 /// The contents of every requested output.
 ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
     const calibrate_args& a, const ptq::calibration_session& s, const ptq::record_file& rec,
-    const ptq::io::safetensors_file& weights, const ptq::io::model_manifest& model) {
+    const ptq::io::safetensors_file& weights, const ptq::model_manifest& model) {
   std::vector<ptq_cli::output_file> out;
   if (!a.record.empty())
     out.push_back({{"--record", a.record}, ptq::write_record(rec)});
   if (!a.quant_config.empty())
     out.push_back({{"--quant-config", a.quant_config}, ptq::to_toolkit_json(s.plan())});
   if (!a.fake_quant_weights.empty()) {
-    auto t = ptq::fake_quant_weights(s, model, ptq_cli::tensor_source(weights));
+    auto t = ptq::fake_quant_weights(s, model, weights);
     if (!t)
       return t.error();
     std::vector<ptq::io::named_tensor> tensors;
@@ -94,7 +94,7 @@ ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
 /// file and the tensors the manifest names, the rest (resolution) on the config.
 void print_session_diagnostics(const std::vector<ptq::error>& diags, const std::string& config_text,
                                const std::string& config_path, const std::string& weights_path,
-                               const ptq::io::model_manifest* model) {
+                               const ptq::model_manifest* model) {
   for (const auto& d : diags) {
     if (d.code != ptq::errc::session_layer_invalid) {
       std::cerr << ptq::format_diagnostic(d, config_text, config_path);
@@ -127,17 +127,17 @@ ptq::result<ptq_cli::bundled_model> load_bundled(const fs::path& dir) {
   auto text = ptq_cli::read_text_input(manifest_path, "bundled manifest");
   if (!text)
     return text.error();
-  std::string err;
-  if (!ptq::io::parse_manifest(text.value(), m.weights, m.model, err))
-    return ptq::error(ptq::errc::manifest_invalid, ptq::severity::error, err, {}, {},
-                      manifest_path);
+  auto parsed = ptq::parse_manifest(text.value(), m.weights);
+  if (!parsed)
+    return in_file(parsed.error(), manifest_path);
+  m.model = std::move(parsed).value();
   const auto images = [&](const char* file, ptq_cli::batch_tensor& x,
                           std::vector<float>* labels) -> ptq::result<> {
     const std::string path = (dir / file).string();
     auto f = ptq_cli::read_tensor_input(path, "bundled images");
     if (!f)
       return f.error();
-    const ptq_cli::tensor_source src(f.value());
+    const auto& src = f.value();
     auto t = src.get("images");
     if (!t)
       return in_file(t.error(), path);
@@ -270,12 +270,10 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
   if (!manifest_text)
     return fail(manifest_text.error());
-  ptq::io::model_manifest model;
-  std::string err;
-  if (!ptq::io::parse_manifest(manifest_text.value(), weights.value(), model, err)) {
-    return fail(
-        ptq::error(ptq::errc::manifest_invalid, ptq::severity::error, err, {}, {}, a.model));
-  }
+  auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
+  if (!parsed)
+    return fail(in_file(parsed.error(), a.model));
+  const ptq::model_manifest model = std::move(parsed).value();
   std::vector<ptq::layer_desc> descs;
   for (const auto& m : model.layers)
     descs.push_back(m.desc);
@@ -300,22 +298,17 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
       return fail(f.error());
     batch_files.push_back(std::move(f).value());
   }
-  std::vector<ptq_cli::tensor_source> batch_sources;
-  for (const auto& f : batch_files)
-    batch_sources.emplace_back(f);
-  std::vector<ptq::named_source<ptq_cli::tensor_source>> batches;
+  std::vector<ptq::named_source<ptq::io::safetensors_file>> batches;
   for (std::size_t b = 0; b < need; ++b)
-    batches.push_back({a.batches[b], &batch_sources[b]});
+    batches.push_back({a.batches[b], &batch_files[b]});
   std::optional<ptq::io::safetensors_file> ada_file;
-  std::optional<ptq_cli::tensor_source> ada_source;
-  std::optional<ptq::named_source<ptq_cli::tensor_source>> ada;
+  std::optional<ptq::named_source<ptq::io::safetensors_file>> ada;
   if (!s.ada_layers().empty()) {
     auto f = ptq_cli::read_tensor_input(a.ada_data, "--ada-data");
     if (!f)
       return fail(f.error());
     ada_file = std::move(f).value();
-    ada_source.emplace(*ada_file);
-    ada = ptq::named_source<ptq_cli::tensor_source>{a.ada_data, &*ada_source};
+    ada = ptq::named_source<ptq::io::safetensors_file>{a.ada_data, &*ada_file};
   }
   auto r = ptq::calibrate_from_files(s, batches, ada ? &*ada : nullptr, kernels);
   if (!r)

@@ -1,7 +1,6 @@
 // The tool's file reading: every input is checked to be a regular file below a size limit before
 // anything reads it, so `ptq check DIR` or `ptq check /dev/zero` is a clear error naming the
-// path, not a config with all defaults or a read that grows without bound. The safetensors
-// reader and its tensor lookup are wrapped here so the subcommands have one shape to call.
+// path, not a config with all defaults or a read that grows without bound.
 #pragma once
 
 #include <sys/stat.h>
@@ -105,29 +104,7 @@ inline constexpr std::uint64_t max_tensor_bytes = std::uint64_t{16} << 30;  // 1
     const std::string& path, const char* what) {
   if (auto st = check_tensor_file(path, what); !st)
     return st.error();
-  ptq::io::safetensors_file f;
-  std::string err;
-  if (!ptq::io::read_safetensors(path, f, err))
-    return ptq::make_error(ptq::errc::bad_header, err);
-  return f;
+  return ptq::io::read_safetensors(path);
 }
-
-/// A tensor source for the library's templates (`get(name)` returning a result), over a file
-/// read by read_tensor_input.
-struct tensor_source {
-  explicit tensor_source(const ptq::io::safetensors_file& f) : file(&f), entries(f.entries) {}
-  const ptq::io::safetensors_file* file;
-  const std::vector<ptq::io::safetensors_entry>& entries;  ///< what export.hpp iterates
-  [[nodiscard]] ptq::result<ptq::io::float_tensor> get(std::string_view name) const {
-    ptq::io::float_tensor t;
-    std::string err;
-    if (!file->get(name, t, err)) {
-      const bool missing = file->find(name) == nullptr;
-      return ptq::make_error(missing ? ptq::errc::tensor_not_found : ptq::errc::unsupported_dtype,
-                             err);
-    }
-    return t;
-  }
-};
 
 }  // namespace ptq_cli

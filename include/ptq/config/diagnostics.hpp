@@ -3,6 +3,8 @@
 // only; works with -fno-exceptions.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,16 +13,28 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
+#include "ptq/detail/visible_text.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// The config layer's name for ptq::error (a diagnostic is an error or a warning).
+/// The older name of ptq::error (a diagnostic is an error or a warning), kept for users; the
+/// library itself says `error`.
 using diagnostic = error;
 
 namespace detail {
 
+/// The UTF-8 byte order mark. The lexer skips it at the start of a text; columns count from
+/// after it.
+inline constexpr std::string_view utf8_bom = "\xEF\xBB\xBF";
+
+[[nodiscard]] inline bool starts_with_bom(std::string_view text) noexcept {
+  return text.substr(0, utf8_bom.size()) == utf8_bom;
+}
+
 inline std::string_view line_of(std::string_view text, std::uint32_t line) noexcept {
+  if (starts_with_bom(text))
+    text.remove_prefix(utf8_bom.size());
   std::size_t pos = 0;
   for (std::uint32_t l = 1; l < line; ++l) {
     const auto nl = text.find('\n', pos);
@@ -37,54 +51,100 @@ inline std::string_view line_of(std::string_view text, std::uint32_t line) noexc
   return out;
 }
 
+/// The source line `text` and the marker line under it for the bytes [col, col + width): at
+/// most `max_excerpt_bytes` of the line around the caret, cut ends marked "...", every byte
+/// visible. The marker line repeats the tabs of the source line and leaves one column per
+/// UTF-8 character and four per `\xHH`, so the caret stays under its byte.
+inline void append_excerpt(std::string& out, std::string_view margin, std::string_view text,
+                           std::size_t col, std::size_t width) {
+  if (col > text.size())
+    col = text.size();
+  std::size_t begin = 0;
+  std::size_t end = text.size();
+  if (text.size() > max_excerpt_bytes) {
+    begin = col > max_excerpt_bytes / 2 ? col - max_excerpt_bytes / 2 : 0;
+    end = std::min(text.size(), begin + max_excerpt_bytes);
+    begin = end - max_excerpt_bytes;
+    // Whole UTF-8 characters only: a cut end moves to the start of the character it splits.
+    auto continuation = [&](std::size_t i) {
+      return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+    };
+    while (begin < col && continuation(begin))
+      ++begin;
+    while (end < text.size() && end > col && continuation(end))
+      --end;
+  }
+  std::string line = std::string(margin) + " | ";
+  std::string marks = std::string(margin.size(), ' ') + " | ";
+  if (begin > 0) {
+    line += "...";
+    marks += "   ";
+  }
+  bool caret = false;
+  for (std::size_t i = begin; i < end;) {
+    const auto v = visible_at(text, i);
+    if (i + v.bytes <= col) {
+      if (v.text == "\t")
+        marks += '\t';
+      else
+        marks.append(v.cells, ' ');
+    } else if (i < col + width) {
+      marks += caret ? '~' : '^';
+      marks.append(v.cells - 1, '~');
+      caret = true;
+    }
+    line += v.text;
+    i += v.bytes;
+  }
+  if (end < text.size())
+    line += "...";
+  if (!caret)
+    marks += '^';  // the end of the line
+  out += line;
+  out += '\n';
+  out += marks;
+  out += '\n';
+}
+
 }  // namespace detail
 
-/// Renders `path:line:col: error: message [E201]`, then the source line with a caret under the
-/// region, then `note: ...` if any. Without a known position only the first line is written.
-[[nodiscard]] inline std::string format_diagnostic(const diagnostic& d, std::string_view source,
+/// Renders `path:line:col: error: message [E201]`, then an excerpt of the source line with a
+/// caret under the region, then `note: ...` if any. Without a known position only the first
+/// line is written. Message, note and excerpt are bounded and show control bytes as `\xHH`, so
+/// neither a huge one-line file nor binary input reaches the terminal as it is.
+[[nodiscard]] inline std::string format_diagnostic(const error& d, std::string_view source,
                                                    std::string_view path) {
   std::string out;
   if (!d.path.empty())
     path = d.path;
-  out += path.empty() ? std::string_view("<input>") : path;
+  out +=
+      path.empty() ? std::string("<input>") : detail::visible_text(path, detail::max_message_bytes);
   if (d.where.known()) {
     out += ':' + std::to_string(d.where.begin.line) + ':' + std::to_string(d.where.begin.column);
   }
   out += is_error(d) ? ": error: " : ": warning: ";
-  out += d.message;
+  out += detail::visible_text(d.message, detail::max_message_bytes);
   out += is_error(d) ? " [E" : " [W";
   out += std::to_string(static_cast<unsigned>(d.code));
   out += "]\n";
   if (d.where.known()) {
     const auto text = detail::line_of(source, d.where.begin.line);
     if (!text.empty() || d.where.begin.column == 1) {
-      const auto num = std::to_string(d.where.begin.line);
-      out += ' ' + num + " | ";
-      out += text;
-      out += '\n';
-      out += ' ' + std::string(num.size(), ' ') + " | ";
       const std::size_t col = d.where.begin.column - 1;
-      for (std::size_t i = 0; i < col && i < text.size(); ++i)
-        out += text[i] == '\t' ? '\t' : ' ';
-      out += '^';
       std::size_t width = 1;
       if (d.where.end.line == d.where.begin.line && d.where.end.column > d.where.begin.column + 1) {
         width = d.where.end.column - d.where.begin.column;
       }
-      const std::size_t room = text.size() > col ? text.size() - col : 1;
-      if (width > room)
-        width = room < 1 ? 1 : room;
-      out.append(width - 1, '~');
-      out += '\n';
+      detail::append_excerpt(out, ' ' + std::to_string(d.where.begin.line), text, col, width);
     }
   }
   if (!d.note.empty())
-    out += "note: " + d.note + '\n';
+    out += "note: " + detail::visible_text(d.note, detail::max_message_bytes) + '\n';
   return out;
 }
 
 /// Renders every diagnostic in order.
-[[nodiscard]] inline std::string format_diagnostics(const std::vector<diagnostic>& diags,
+[[nodiscard]] inline std::string format_diagnostics(const std::vector<error>& diags,
                                                     std::string_view source,
                                                     std::string_view path) {
   std::string out;

@@ -9,6 +9,7 @@
 
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/visible_text.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -84,8 +85,12 @@ inline void append_utf8(std::string& out, std::uint32_t cp) {
 /// Splits text into tokens. On a lexical error `next()` returns false and `error()` says why.
 class lexer {
  public:
+  /// A UTF-8 byte order mark at the start of `text` is skipped (editors on Windows write one);
+  /// columns count from after it, as `format_diagnostic` shows the line.
   explicit lexer(std::string_view text, text_limits limits = {}) noexcept
-      : text_(text), limits_(limits) {}
+      : text_(text),
+        limits_(limits),
+        i_(detail::starts_with_bom(text) ? detail::utf8_bom.size() : 0) {}
 
   /// Reads the next token into `out`; false on a lexical error.
   [[nodiscard]] bool next(token& out) {
@@ -117,9 +122,12 @@ class lexer {
       out.kind = token_kind::punct;
     } else {
       advance_code_point();
+      const auto raw = text_.substr(begin, i_ - begin);
       error_ = {errc::unexpected_character,
                 severity::error,
-                "unexpected character '" + std::string(text_.substr(begin, i_ - begin)) + "'",
+                raw == detail::utf8_bom
+                    ? "unexpected byte order mark (U+FEFF); one is allowed only at the start"
+                    : "unexpected character '" + detail::quoted_value(raw) + "'",
                 {start, pos_},
                 {}};
       return false;
@@ -130,7 +138,7 @@ class lexer {
     return true;
   }
 
-  [[nodiscard]] const diagnostic& error() const noexcept { return error_; }
+  [[nodiscard]] const ptq::error& error() const noexcept { return error_; }
   [[nodiscard]] source_position position() const noexcept { return pos_; }
 
  private:
@@ -299,7 +307,7 @@ class lexer {
   text_limits limits_;
   std::size_t i_ = 0;
   source_position pos_{1, 1};
-  diagnostic error_;
+  ptq::error error_;
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

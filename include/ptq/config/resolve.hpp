@@ -1,6 +1,6 @@
 // Per-layer resolution of a simple config against a model's layer list (spec §4.3): the
-// toolkit's precedence, defaults and degradations, giving the detailed per-layer config.
-// Standard library only.
+// toolkit's precedence, defaults and degradations, giving the detailed per-layer config (the
+// plan types are in config/plan.hpp). Standard library only.
 #pragma once
 
 #include <algorithm>
@@ -14,115 +14,14 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
+#include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
-#include "ptq/detail/float_format.hpp"
+#include "ptq/detail/find.hpp"
+#include "ptq/detail/suggest.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-
-/// A quantizable layer of the model, as resolution needs it.
-struct layer_info {
-  std::string name;
-  layer_type type = layer_type::conv2d;
-  bool has_bias = true;                      ///< a Linear without bias cannot take INT16
-  std::optional<std::uint32_t> in_channels;  ///< INT4 weights need an even Cin (unknown: even)
-  std::uint32_t groups = 1;                  ///< INT4 weights need groups == 1
-};
-
-/// `activation_quant_params` of one layer. IFMR fields are meaningful for IFMR only,
-/// `num_of_bins` for HFMG only.
-template <class Float = float>
-struct basic_activation_params {
-  std::uint32_t num_bits = 8;
-  activation_algo algo = activation_algo::ifmr;
-  bool asymmetric = true;
-  Float max_percentile = static_cast<Float>(defaults::max_percentile);
-  Float min_percentile = static_cast<Float>(defaults::min_percentile);
-  Float search_range_start = static_cast<Float>(defaults::search_range_start);
-  Float search_range_end = static_cast<Float>(defaults::search_range_end);
-  Float search_step = static_cast<Float>(defaults::search_step);
-  std::uint32_t num_of_bins = defaults::num_of_bins;
-  friend bool operator==(const basic_activation_params& a, const basic_activation_params& b) {
-    if (a.num_bits != b.num_bits || a.algo != b.algo || a.asymmetric != b.asymmetric)
-      return false;
-    if (a.algo == activation_algo::hfmg)
-      return a.num_of_bins == b.num_of_bins;
-    return a.max_percentile == b.max_percentile && a.min_percentile == b.min_percentile &&
-           a.search_range_start == b.search_range_start &&
-           a.search_range_end == b.search_range_end && a.search_step == b.search_step;
-  }
-};
-
-/// `weight_quant_params` of one layer. The ADA fields are meaningful for ADA only.
-template <class Float = float>
-struct basic_weight_params {
-  std::uint32_t num_bits = 8;
-  weight_algo algo = weight_algo::arq;
-  bool channel_wise = true;
-  std::uint32_t num_iteration = defaults::num_iteration;
-  Float reg_param = static_cast<Float>(defaults::reg_param);
-  Float warm_start = static_cast<Float>(defaults::warm_start);
-  Float beta_range_start = static_cast<Float>(defaults::beta_range_start);
-  Float beta_range_end = static_cast<Float>(defaults::beta_range_end);
-  friend bool operator==(const basic_weight_params& a, const basic_weight_params& b) {
-    if (a.num_bits != b.num_bits || a.algo != b.algo || a.channel_wise != b.channel_wise) {
-      return false;
-    }
-    if (a.algo == weight_algo::arq)
-      return true;
-    return a.num_iteration == b.num_iteration && a.reg_param == b.reg_param &&
-           a.warm_start == b.warm_start && a.beta_range_start == b.beta_range_start &&
-           a.beta_range_end == b.beta_range_end;
-  }
-};
-
-/// One layer's effective config: an entry of the detailed JSON config.
-template <class Float = float>
-struct basic_resolved_layer {
-  std::string name;
-  std::optional<layer_type> type;  ///< unknown when read back from JSON
-  bool quant_enable = true;
-  std::optional<Float> dmq_balancer_param;
-  basic_activation_params<Float> activation;
-  /// Absent where the toolkit deletes the weight params: ADA given through common_config to a
-  /// type without AdaRound. Such a layer's weights are calibrated with ARQ defaults.
-  std::optional<basic_weight_params<Float>> weight;
-  friend bool operator==(const basic_resolved_layer& a, const basic_resolved_layer& b) {
-    return a.name == b.name && a.quant_enable == b.quant_enable &&
-           a.dmq_balancer_param == b.dmq_balancer_param && a.activation == b.activation &&
-           a.weight == b.weight;
-  }
-};
-
-/// The detailed JSON quant config (spec §4.4): globals plus one entry per layer, by name.
-template <class Float = float>
-struct basic_resolved_config {
-  std::uint32_t version = 1;
-  std::uint32_t batch_num = defaults::batch_num;
-  bool activation_offset = defaults::activation_offset;
-  bool do_fusion = defaults::do_fusion;
-  std::optional<ptq::fakequant_precision_mode> fakequant_precision_mode;
-  std::vector<std::string> skip_fusion_layers;
-  std::vector<basic_resolved_layer<Float>> layers;  ///< sorted by name
-
-  [[nodiscard]] const basic_resolved_layer<Float>* find(std::string_view name) const noexcept {
-    for (const auto& l : layers) {
-      if (l.name == name)
-        return &l;
-    }
-    return nullptr;
-  }
-  friend bool operator==(const basic_resolved_config& a, const basic_resolved_config& b) {
-    return a.version == b.version && a.batch_num == b.batch_num &&
-           a.activation_offset == b.activation_offset && a.do_fusion == b.do_fusion &&
-           a.fakequant_precision_mode == b.fakequant_precision_mode &&
-           a.skip_fusion_layers == b.skip_fusion_layers && a.layers == b.layers;
-  }
-};
-
-using resolved_layer = basic_resolved_layer<float>;
-using resolved_config = basic_resolved_config<float>;
 
 /// Options of `resolve_config`.
 struct resolve_options {
@@ -139,7 +38,7 @@ template <class Float>
 class config_resolver {
  public:
   config_resolver(const basic_amct_config<Float>& c, resolve_options opt,
-                  std::vector<diagnostic>& diags)
+                  std::vector<ptq::error>& diags)
       : c_(c), opt_(opt), diags_(diags) {}
 
   std::optional<basic_resolved_config<Float>> run(const std::vector<layer_info>& layers) {
@@ -204,44 +103,15 @@ class config_resolver {
     }
   }
 
-  const layer_info* find(const std::vector<layer_info>& layers, std::string_view name) const {
-    for (const auto& l : layers) {
-      if (l.name == name)
-        return &l;
-    }
-    return nullptr;
+  static const layer_info* find(const std::vector<layer_info>& layers, std::string_view name) {
+    return find_by(layers, &layer_info::name, name);
   }
 
   std::string closest(const std::vector<layer_info>& layers, std::string_view name) const {
     std::vector<std::string_view> names;
     for (const auto& l : layers)
       names.push_back(l.name);
-    std::string_view best;
-    std::size_t best_d = ~std::size_t{0};
-    for (const auto n : names) {
-      // Plain Levenshtein; small lists only.
-      std::vector<std::size_t> row(n.size() + 1);
-      for (std::size_t j = 0; j <= n.size(); ++j)
-        row[j] = j;
-      for (std::size_t i = 1; i <= name.size(); ++i) {
-        std::size_t diag = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= n.size(); ++j) {
-          const std::size_t up = row[j];
-          row[j] =
-              std::min({row[j] + 1, row[j - 1] + 1, diag + (name[i - 1] == n[j - 1] ? 0U : 1U)});
-          diag = up;
-        }
-      }
-      if (row[n.size()] < best_d) {
-        best_d = row[n.size()];
-        best = n;
-      }
-    }
-    if (!best.empty() && best_d <= std::max<std::size_t>(2, name.size() / 3)) {
-      return "did you mean '" + std::string(best) + "'?";
-    }
-    return {};
+    return did_you_mean(name, names);
   }
 
   void check_names(const std::vector<layer_info>& layers) {
@@ -494,7 +364,7 @@ class config_resolver {
 
   const basic_amct_config<Float>& c_;
   resolve_options opt_;
-  std::vector<diagnostic>& diags_;
+  std::vector<ptq::error>& diags_;
 };
 
 }  // namespace detail
@@ -506,7 +376,7 @@ template <class Float>
 [[nodiscard]] result<basic_resolved_config<Float>> resolve_config(
     const basic_amct_config<Float>& config, const std::vector<layer_info>& layers,
     resolve_options options = {}) {
-  std::vector<diagnostic> diags;
+  std::vector<error> diags;
   auto out = detail::config_resolver<Float>(config, options, diags).run(layers);
   if (!out)
     return result<basic_resolved_config<Float>>(std::move(diags));

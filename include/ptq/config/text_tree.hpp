@@ -1,5 +1,6 @@
 // Schema-free parse of protobuf text format into a tree of fields and values. The typed binder
-// (config/parser.hpp) and the record reader give the tree its meaning. Standard library only.
+// (config/text_binder.hpp), which the config parser and the record reader share, gives the
+// tree its meaning. Standard library only.
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/config/lexer.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/visible_text.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -48,7 +50,7 @@ class text_parser {
       return false;
     return true;
   }
-  [[nodiscard]] diagnostic take_error() { return std::move(error_); }
+  [[nodiscard]] ptq::error take_error() { return std::move(error_); }
 
  private:
   bool advance() {
@@ -70,9 +72,9 @@ class text_parser {
       case token_kind::end:
         return "end of input";
       case token_kind::string:
-        return "string " + std::string(tok_.raw.substr(0, 40));
+        return "string " + quoted_value(tok_.raw);
       default:
-        return "'" + std::string(tok_.raw) + "'";
+        return "'" + quoted_value(tok_.raw) + "'";
     }
   }
   bool unexpected(std::string_view expected) {
@@ -202,7 +204,7 @@ class text_parser {
   lexer lex_;
   text_limits limits_;
   token tok_;
-  diagnostic error_;
+  ptq::error error_;
 };
 
 }  // namespace detail
@@ -211,18 +213,18 @@ class text_parser {
 [[nodiscard]] inline result<text_message> parse_text_tree(std::string_view text,
                                                           text_limits limits = {}) {
   if (text.size() > limits.max_input_bytes) {
-    return result<text_message>(std::vector<diagnostic>{{errc::input_too_large,
-                                                         severity::error,
-                                                         "input is " + std::to_string(text.size()) +
-                                                             " bytes; the limit is " +
-                                                             std::to_string(limits.max_input_bytes),
-                                                         {},
-                                                         {}}});
+    return result<text_message>(
+        std::vector<error>{{errc::input_too_large,
+                            severity::error,
+                            "input is " + std::to_string(text.size()) + " bytes; the limit is " +
+                                std::to_string(limits.max_input_bytes),
+                            {},
+                            {}}});
   }
   detail::text_parser p(text, limits);
   text_message msg;
   if (!p.run(msg))
-    return result<text_message>(std::vector<diagnostic>{p.take_error()});
+    return result<text_message>(std::vector<error>{p.take_error()});
   return result<text_message>(std::move(msg));
 }
 

@@ -87,7 +87,7 @@ inline std::string fmt_value(double v) {
 template <class Float>
 class config_checker {
  public:
-  config_checker(const basic_amct_config<Float>& c, std::vector<diagnostic>& diags)
+  config_checker(const basic_amct_config<Float>& c, std::vector<ptq::error>& diags)
       : c_(c), diags_(diags) {}
 
   void required() {
@@ -389,7 +389,7 @@ class config_checker {
   }
 
   const basic_amct_config<Float>& c_;
-  std::vector<diagnostic>& diags_;
+  std::vector<ptq::error>& diags_;
 };
 
 }  // namespace detail
@@ -397,13 +397,13 @@ class config_checker {
 /// Appends an error for each required field the config lacks (override blocks, and the older
 /// dialect's required fields).
 template <class Float>
-void check_required_fields(const basic_amct_config<Float>& config, std::vector<diagnostic>& diags) {
+void check_required_fields(const basic_amct_config<Float>& config, std::vector<error>& diags) {
   detail::config_checker<Float>(config, diags).required();
 }
 
 /// Appends the errors and warnings of the checks that need no layer list (spec §4.5).
 template <class Float>
-void validate_config(const basic_amct_config<Float>& config, std::vector<diagnostic>& diags) {
+void validate_config(const basic_amct_config<Float>& config, std::vector<error>& diags) {
   detail::config_checker<Float>(config, diags).values();
 }
 

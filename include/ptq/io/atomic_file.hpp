@@ -12,22 +12,25 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace io {
 
-/// Writes `contents` to `path` atomically. On failure returns false, says why in `error`, and
-/// leaves any existing file at `path` untouched.
-[[nodiscard]] inline bool write_file_atomic(const std::string& path, std::string_view contents,
-                                            std::string& error) {
+/// Writes `contents` to `path` atomically. On failure returns errc::write_failed naming the
+/// file and the system's reason, removes the temporary file and leaves any existing file at
+/// `path` untouched.
+[[nodiscard]] inline result<> write_file_atomic(const std::string& path,
+                                                std::string_view contents) {
+  // errno is read before close/unlink can change it.
+  const auto fail = [](const std::string& what, const std::string& file) {
+    return make_error(errc::write_failed, what + " '" + file + "': " + std::strerror(errno));
+  };
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = "cannot create '" + tmp + "': " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0)
+    return fail("cannot create", tmp);
   const char* p = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
@@ -35,25 +38,31 @@ namespace io {
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
-      error = "cannot write '" + tmp + "': " + std::strerror(errno);
+      auto e = fail("cannot write", tmp);
       ::close(fd);
       ::unlink(tmp.c_str());
-      return false;
+      return e;
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    error = "cannot flush '" + tmp + "': " + std::strerror(errno);
+  if (::fsync(fd) != 0) {
+    auto e = fail("cannot flush", tmp);
+    ::close(fd);
     ::unlink(tmp.c_str());
-    return false;
+    return e;
+  }
+  if (::close(fd) != 0) {
+    auto e = fail("cannot flush", tmp);
+    ::unlink(tmp.c_str());
+    return e;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno);
+    auto e = fail("cannot rename '" + tmp + "' to", path);
     ::unlink(tmp.c_str());
-    return false;
+    return e;
   }
-  return true;
+  return {};
 }
 
 }  // namespace io

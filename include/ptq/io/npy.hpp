@@ -18,48 +18,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
-#include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace io {
-
-enum class npy_errc {
-  open_failed,
-  bad_magic,
-  bad_version,
-  bad_header,
-  unsupported_dtype,
-  fortran_order,
-  truncated,
-  trailing_data,
-  too_large,
-  write_failed,
-};
-
-struct npy_error {
-  npy_errc code = npy_errc::bad_header;
-  std::string message;
-};
-
-template <class T>
-class npy_result {
- public:
-  npy_result(T v) : v_(std::in_place_index<0>, std::move(v)) {}          // NOLINT
-  npy_result(npy_error e) : v_(std::in_place_index<1>, std::move(e)) {}  // NOLINT
-  [[nodiscard]] bool ok() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  [[nodiscard]] T& value() & noexcept { return *std::get_if<0>(&v_); }
-  [[nodiscard]] const T& value() const& noexcept { return *std::get_if<0>(&v_); }
-  [[nodiscard]] T&& value() && noexcept { return std::move(*std::get_if<0>(&v_)); }
-  [[nodiscard]] const npy_error& error() const noexcept { return *std::get_if<1>(&v_); }
-
- private:
-  std::variant<T, npy_error> v_;
-};
 
 /// A float32 array read from a .npy file (C order).
 struct npy_array {
@@ -154,89 +120,89 @@ struct header_parser {
   }
 };
 
-inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
-  return npy_error{c, std::string(name) + ": " + std::string(what)};
+/// An io error whose message starts with the file's name, as every .npy message does.
+[[nodiscard]] inline error npy_err(errc c, std::string_view name, std::string_view what) {
+  return make_error(c, std::string(name) + ": " + std::string(what));
 }
 
 }  // namespace detail
 
 /// Parses the bytes of a .npy file. `name` labels error messages (usually the path).
-[[nodiscard]] inline npy_result<npy_array> parse_npy(std::string_view bytes,
-                                                     std::string_view name = "npy") {
-  using detail::err;
+[[nodiscard]] inline result<npy_array> parse_npy(std::string_view bytes,
+                                                 std::string_view name = "npy") {
+  const auto err = detail::npy_err;
   static constexpr char magic[] = "\x93NUMPY";
   if (bytes.size() < 8 || bytes.substr(0, 6) != std::string_view(magic, 6)) {
-    return err(npy_errc::bad_magic, name, "not a .npy file (bad magic string)");
+    return err(errc::bad_magic, name, "not a .npy file (bad magic string)");
   }
   const auto major = static_cast<unsigned char>(bytes[6]);
   std::size_t hlen = 0, pos = 0;
   if (major == 1) {
     if (bytes.size() < 10)
-      return err(npy_errc::truncated, name, "truncated header");
+      return err(errc::truncated, name, "truncated header");
     hlen = static_cast<std::size_t>(static_cast<unsigned char>(bytes[8])) |
            (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     pos = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
-      return err(npy_errc::truncated, name, "truncated header");
+      return err(errc::truncated, name, "truncated header");
     for (std::size_t b = 0; b < 4; ++b) {
       hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
     }
     pos = 12;
   } else {
-    return err(npy_errc::bad_version, name,
-               "unsupported .npy format version " + std::to_string(major));
+    return err(errc::bad_version, name, "unsupported .npy format version " + std::to_string(major));
   }
   if (bytes.size() - pos < hlen)
-    return err(npy_errc::truncated, name, "truncated header");
+    return err(errc::truncated, name, "truncated header");
   detail::header_parser p{bytes.substr(pos, hlen)};
   pos += hlen;
   std::string descr;
   bool have_descr = false, have_fortran = false, have_shape = false, fortran = false;
   std::vector<std::size_t> shape;
   if (!p.eat('{'))
-    return err(npy_errc::bad_header, name, "header is not a dict");
+    return err(errc::bad_header, name, "header is not a dict");
   while (!p.eat('}')) {
     std::string key;
     if (!p.str(key) || !p.eat(':'))
-      return err(npy_errc::bad_header, name, "malformed header");
+      return err(errc::bad_header, name, "malformed header");
     if (key == "descr") {
       if (!p.str(descr))
-        return err(npy_errc::bad_header, name, "malformed 'descr'");
+        return err(errc::bad_header, name, "malformed 'descr'");
       have_descr = true;
     } else if (key == "fortran_order") {
       if (p.word("True")) {
         fortran = true;
       } else if (!p.word("False")) {
-        return err(npy_errc::bad_header, name, "malformed 'fortran_order'");
+        return err(errc::bad_header, name, "malformed 'fortran_order'");
       }
       have_fortran = true;
     } else if (key == "shape") {
       if (!p.eat('('))
-        return err(npy_errc::bad_header, name, "malformed 'shape'");
+        return err(errc::bad_header, name, "malformed 'shape'");
       while (!p.eat(')')) {
         std::size_t d = 0;
         if (!p.number(d))
-          return err(npy_errc::bad_header, name, "malformed 'shape'");
+          return err(errc::bad_header, name, "malformed 'shape'");
         shape.push_back(d);
         if (!p.eat(',')) {
           if (!p.eat(')'))
-            return err(npy_errc::bad_header, name, "malformed 'shape'");
+            return err(errc::bad_header, name, "malformed 'shape'");
           break;
         }
       }
       have_shape = true;
     } else {
-      return err(npy_errc::bad_header, name, "unknown header key '" + key + "'");
+      return err(errc::bad_header, name, "unknown header key '" + key + "'");
     }
     if (!p.eat(',')) {
       if (!p.eat('}'))
-        return err(npy_errc::bad_header, name, "malformed header");
+        return err(errc::bad_header, name, "malformed header");
       break;
     }
   }
   if (!have_descr || !have_fortran || !have_shape) {
-    return err(npy_errc::bad_header, name, "header lacks descr, fortran_order or shape");
+    return err(errc::bad_header, name, "header lacks descr, fortran_order or shape");
   }
   std::size_t item = 0;
   if (descr == "<f4" || descr == "=f4" || descr == "f4") {
@@ -244,27 +210,27 @@ inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
   } else if (descr == "<f2" || descr == "=f2" || descr == "f2") {
     item = 2;
   } else {
-    return err(npy_errc::unsupported_dtype, name,
+    return err(errc::unsupported_dtype, name,
                "unsupported dtype '" + descr + "' (expected float32 '<f4' or float16 '<f2')");
   }
   if (fortran) {
-    return err(npy_errc::fortran_order, name, "Fortran-ordered arrays are not supported");
+    return err(errc::fortran_order, name, "Fortran-ordered arrays are not supported");
   }
   std::size_t n = 1;
   for (auto d : shape) {
     if (d != 0 && n > (std::size_t{1} << 40) / d) {
-      return err(npy_errc::too_large, name, "array is too large");
+      return err(errc::file_too_large, name, "array is too large");
     }
     n *= d;
   }
   const std::size_t have = bytes.size() - pos;
   if (have < n * item) {
-    return err(npy_errc::truncated, name,
+    return err(errc::truncated, name,
                "truncated data: expected " + std::to_string(n * item) + " bytes, found " +
                    std::to_string(have));
   }
   if (have > n * item) {
-    return err(npy_errc::trailing_data, name,
+    return err(errc::trailing_data, name,
                std::to_string(have - n * item) + " bytes after the array data");
   }
   npy_array out;
@@ -286,13 +252,13 @@ inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
 }
 
 /// Reads a .npy file (float32 or float16, C order) as float32.
-[[nodiscard]] inline npy_result<npy_array> read_npy(const std::string& path) {
+[[nodiscard]] inline result<npy_array> read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return detail::err(npy_errc::open_failed, path, "cannot open file");
+    return detail::npy_err(errc::file_open_failed, path, "cannot open file");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad())
-    return detail::err(npy_errc::open_failed, path, "read error");
+    return detail::npy_err(errc::read_failed, path, "read error");
   return parse_npy(bytes, path);
 }
 
@@ -321,18 +287,10 @@ inline npy_error err(npy_errc c, std::string_view name, std::string_view what) {
   return out;
 }
 
-/// Writes float32 `data` with `shape` as a .npy file.
-[[nodiscard]] inline npy_result<bool> write_npy(const std::string& path, const float* data,
-                                                const std::vector<std::size_t>& shape) {
-  const std::string bytes = format_npy(data, shape);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return detail::err(npy_errc::write_failed, path, "cannot open for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out)
-    return detail::err(npy_errc::write_failed, path, "write error");
-  return true;
+/// Writes float32 `data` with `shape` as a .npy file, atomically (write_file_atomic).
+[[nodiscard]] inline result<> write_npy(const std::string& path, const float* data,
+                                        const std::vector<std::size_t>& shape) {
+  return write_file_atomic(path, format_npy(data, shape));
 }
 
 }  // namespace io

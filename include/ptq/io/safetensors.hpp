@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -59,8 +59,9 @@ struct safetensors_file {
     return nullptr;
   }
 
-  /// The named tensor as float32; false with `error` set when it is missing or not a float.
-  [[nodiscard]] bool get(std::string_view name, float_tensor& out, std::string& error) const;
+  /// The named tensor as float32: errc::tensor_not_found when it is missing,
+  /// errc::unsupported_dtype when it is not a floating-point tensor.
+  [[nodiscard]] result<float_tensor> get(std::string_view name) const;
 };
 
 namespace detail {
@@ -105,26 +106,28 @@ namespace detail {
 
 }  // namespace detail
 
-inline bool safetensors_file::get(std::string_view name, float_tensor& out,
-                                  std::string& error) const {
+inline result<float_tensor> safetensors_file::get(std::string_view name) const {
   const auto* e = find(name);
-  if (!e) {
-    error = "tensor '" + std::string(name) + "' is not in the file";
-    return false;
-  }
+  if (!e)
+    return make_error(errc::tensor_not_found,
+                      "tensor '" + std::string(name) + "' is not in the file");
   const std::size_t n = e->numel();
+  float_tensor out;
   out.shape = e->shape;
-  out.data.resize(n);
   const char* src = data.data() + e->begin;
   if (e->dtype == "F32") {
-    std::memcpy(out.data.data(), src, n * 4);
+    out.data.resize(n);
+    if (n)
+      std::memcpy(out.data.data(), src, n * 4);
   } else if (e->dtype == "F64") {
+    out.data.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       double d = 0;
       std::memcpy(&d, src + i * 8, 8);
       out.data[i] = static_cast<float>(d);
     }
   } else if (e->dtype == "F16" || e->dtype == "BF16") {
+    out.data.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       std::uint16_t h = 0;
       std::memcpy(&h, src + i * 2, 2);
@@ -136,50 +139,48 @@ inline bool safetensors_file::get(std::string_view name, float_tensor& out,
       }
     }
   } else {
-    error = "tensor '" + std::string(name) + "' has dtype " + e->dtype +
-            "; a floating-point tensor (F32, F16, BF16, F64) is needed";
-    return false;
+    return make_error(errc::unsupported_dtype,
+                      "tensor '" + std::string(name) + "' has dtype " + e->dtype +
+                          "; a floating-point tensor (F32, F16, BF16, F64) is needed");
   }
-  return true;
+  return out;
 }
 
 /// Parses a safetensors file held in memory. Checks: the header length fits the file, the header
 /// is a JSON object, every entry has a known dtype, a shape and data offsets inside the data
-/// section, the byte size matches dtype x shape, and no two tensors overlap.
-[[nodiscard]] inline bool parse_safetensors(std::string bytes, safetensors_file& out,
-                                            std::string& error) {
+/// section, the byte size matches dtype x shape, and no two tensors overlap. `name` (usually the
+/// path) starts every error message when it is given.
+[[nodiscard]] inline result<safetensors_file> parse_safetensors(std::string bytes,
+                                                                std::string_view name = {}) {
+  const auto fail = [&](errc code, const std::string& what) {
+    return make_error(code, name.empty() ? what : std::string(name) + ": " + what);
+  };
   if (bytes.size() < 8) {
-    error = "file is " + std::to_string(bytes.size()) + " bytes; too short for the header length";
-    return false;
+    return fail(errc::truncated, "file is " + std::to_string(bytes.size()) +
+                                     " bytes; too short for the header length");
   }
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
     n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
   if (n > bytes.size() - 8 || n > (std::uint64_t{100} << 20)) {
-    error = "header length " + std::to_string(n) + " does not fit the file (" +
-            std::to_string(bytes.size()) + " bytes)";
-    return false;
+    return fail(errc::bad_header, "header length " + std::to_string(n) +
+                                      " does not fit the file (" + std::to_string(bytes.size()) +
+                                      " bytes)");
   }
   const std::string_view header(bytes.data() + 8, static_cast<std::size_t>(n));
   const auto j = nlohmann::json::parse(header.begin(), header.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    error = "header is not a JSON object";
-    return false;
-  }
-  out = safetensors_file{};
+  if (j.is_discarded() || !j.is_object())
+    return fail(errc::bad_header, "header is not a JSON object");
+  safetensors_file out;
   out.data = bytes.substr(8 + static_cast<std::size_t>(n));
   const std::size_t data_size = out.data.size();
   for (const auto& [key, v] : j.items()) {
     if (key == "__metadata__") {
-      if (!v.is_object()) {
-        error = "__metadata__ is not an object";
-        return false;
-      }
+      if (!v.is_object())
+        return fail(errc::bad_header, "__metadata__ is not an object");
       for (const auto& [mk, mv] : v.items()) {
-        if (!mv.is_string()) {
-          error = "__metadata__ value '" + mk + "' is not a string";
-          return false;
-        }
+        if (!mv.is_string())
+          return fail(errc::bad_header, "__metadata__ value '" + mk + "' is not a string");
         out.metadata.emplace_back(mk, mv.get<std::string>());
       }
       continue;
@@ -187,54 +188,46 @@ inline bool safetensors_file::get(std::string_view name, float_tensor& out,
     const std::string at = "tensor '" + key + "': ";
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
         !v.contains("data_offsets")) {
-      error = at + "needs dtype, shape and data_offsets";
-      return false;
+      return fail(errc::bad_header, at + "needs dtype, shape and data_offsets");
     }
     safetensors_entry e;
     e.name = key;
-    if (!v["dtype"].is_string() || detail::dtype_size(v["dtype"].get<std::string>()) == 0) {
-      error = at + "unsupported dtype " + v["dtype"].dump();
-      return false;
-    }
+    if (!v["dtype"].is_string() || detail::dtype_size(v["dtype"].get<std::string>()) == 0)
+      return fail(errc::unsupported_dtype, at + "unsupported dtype " + v["dtype"].dump());
     e.dtype = v["dtype"].get<std::string>();
-    if (!v["shape"].is_array()) {
-      error = at + "shape is not a list";
-      return false;
-    }
+    if (!v["shape"].is_array())
+      return fail(errc::bad_header, at + "shape is not a list");
     std::size_t numel = 1;
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) {
-        error = at + "shape has a value that is not a non-negative integer";
-        return false;
-      }
+      if (!d.is_number_unsigned())
+        return fail(errc::bad_header, at + "shape has a value that is not a non-negative integer");
       const auto dim = d.get<std::uint64_t>();
-      if (dim != 0 && numel > std::numeric_limits<std::size_t>::max() / dim) {
-        error = at + "shape is too large";
-        return false;
-      }
+      if (dim != 0 && numel > std::numeric_limits<std::size_t>::max() / dim)
+        return fail(errc::bad_header, at + "shape is too large");
       numel *= static_cast<std::size_t>(dim);
       e.shape.push_back(static_cast<std::size_t>(dim));
     }
     const auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
         !off[1].is_number_unsigned()) {
-      error = at + "data_offsets must be [begin, end]";
-      return false;
+      return fail(errc::bad_offsets, at + "data_offsets must be [begin, end]");
     }
     const auto b = off[0].get<std::uint64_t>();
     const auto en = off[1].get<std::uint64_t>();
-    if (b > en || en > data_size) {
-      error = at + "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
-              "] are outside the data section (" + std::to_string(data_size) + " bytes)";
-      return false;
+    const std::string span = "data_offsets [" + std::to_string(b) + ", " + std::to_string(en) + "]";
+    if (b > en)
+      return fail(errc::bad_offsets, at + span + " are reversed (begin is after end)");
+    if (en > data_size) {
+      return fail(errc::bad_offsets, at + span + " are outside the data section (" +
+                                         std::to_string(data_size) + " bytes)");
     }
     e.begin = static_cast<std::size_t>(b);
     e.end = static_cast<std::size_t>(en);
     const std::size_t esz = detail::dtype_size(e.dtype);
     if (numel > std::numeric_limits<std::size_t>::max() / esz || numel * esz != e.end - e.begin) {
-      error = at + "shape and dtype need " + std::to_string(numel) + " x " + std::to_string(esz) +
-              " bytes, but data_offsets span " + std::to_string(e.end - e.begin);
-      return false;
+      return fail(errc::bad_offsets, at + "shape and dtype need " + std::to_string(numel) + " x " +
+                                         std::to_string(esz) + " bytes, but data_offsets span " +
+                                         std::to_string(e.end - e.begin));
     }
     out.entries.push_back(std::move(e));
   }
@@ -242,29 +235,23 @@ inline bool safetensors_file::get(std::string_view name, float_tensor& out,
             [](const auto& a, const auto& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < out.entries.size(); ++i) {
     if (out.entries[i].begin < out.entries[i - 1].end) {
-      error = "tensors '" + out.entries[i - 1].name + "' and '" + out.entries[i].name +
-              "' overlap in the data section";
-      return false;
+      return fail(errc::bad_offsets, "tensors '" + out.entries[i - 1].name + "' and '" +
+                                         out.entries[i].name + "' overlap in the data section");
     }
   }
-  return true;
+  return out;
 }
 
-/// Reads and parses a safetensors file.
-[[nodiscard]] inline bool read_safetensors(const std::string& path, safetensors_file& out,
-                                           std::string& error) {
+/// Reads and parses a safetensors file; every error message starts with the path.
+[[nodiscard]] inline result<safetensors_file> read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open '" + path + "'";
-    return false;
-  }
+  if (!in)
+    return make_error(errc::file_open_failed, "cannot open '" + path + "'");
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (!parse_safetensors(std::move(ss).str(), out, error)) {
-    error = path + ": " + error;
-    return false;
-  }
-  return true;
+  if (in.bad())
+    return make_error(errc::read_failed, path + ": read error");
+  return parse_safetensors(std::move(ss).str(), path);
 }
 
 /// A tensor to write: name, shape and float32 values (C order).
@@ -307,10 +294,10 @@ struct named_tensor {
 }
 
 /// Writes a safetensors file atomically.
-[[nodiscard]] inline bool write_safetensors(
-    const std::string& path, const std::vector<named_tensor>& tensors, std::string& error,
+[[nodiscard]] inline result<> write_safetensors(
+    const std::string& path, const std::vector<named_tensor>& tensors,
     const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
-  return write_file_atomic(path, format_safetensors(tensors, metadata), error);
+  return write_file_atomic(path, format_safetensors(tensors, metadata));
 }
 
 }  // namespace io

@@ -15,7 +15,7 @@
 
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/core/error.hpp"
-#include "ptq/io/manifest.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/session.hpp"
 
 namespace ptq {
@@ -35,7 +35,7 @@ struct exported_tensor {
 /// file that cannot be read.
 template <class Weights>
 [[nodiscard]] result<std::vector<exported_tensor>> fake_quant_weights(
-    const calibration_session& s, const io::model_manifest& model, const Weights& weights) {
+    const calibration_session& s, const model_manifest& model, const Weights& weights) {
   if (model.layers.size() != s.layers().size()) {
     return make_error(errc::session_call_invalid, "fake_quant_weights: the manifest has " +
                                                       std::to_string(model.layers.size()) +

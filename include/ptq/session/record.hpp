@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "ptq/config/diagnostics.hpp"
-#include "ptq/config/parser.hpp"
+#include "ptq/config/text_binder.hpp"
 #include "ptq/config/text_tree.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/find.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/detail/text_escape.hpp"
 
@@ -59,11 +60,8 @@ struct record_entry {
 struct record_file {
   std::vector<record_entry> records;
   [[nodiscard]] const layer_record* find(std::string_view key) const noexcept {
-    for (const auto& r : records) {
-      if (r.key == key)
-        return &r.value;
-    }
-    return nullptr;
+    const auto* e = detail::find_by(records, &record_entry::key, key);
+    return e ? &e->value : nullptr;
   }
   friend bool operator==(const record_file& a, const record_file& b) {
     return a.records == b.records;
@@ -144,7 +142,7 @@ class record_binder : public text_binder<record_binder, float> {
  public:
   using base = text_binder<record_binder, float>;
   friend base;
-  explicit record_binder(std::vector<diagnostic>& diags) : base(diags) {}
+  explicit record_binder(std::vector<ptq::error>& diags) : base(diags) {}
 
   void bind_root(const text_message& msg, record_file& rec, std::vector<source_region>& where) {
     for (const auto& f : msg) {
@@ -254,8 +252,7 @@ inline bool positive_finite(float v) noexcept {
 /// names. With `layers` given, every key must be one of them and the lengths are checked
 /// against their channel counts. `where[i]` is entry i's position (may be empty).
 inline void validate_record(const record_file& rec, const std::vector<record_layer_shape>* layers,
-                            const std::vector<source_region>& where,
-                            std::vector<diagnostic>& diags) {
+                            const std::vector<source_region>& where, std::vector<error>& diags) {
   auto fail = [&](errc code, std::size_t i, std::string message) {
     diags.push_back({code,
                      severity::error,
@@ -274,10 +271,7 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
     }
     const record_layer_shape* shape = nullptr;
     if (layers) {
-      for (const auto& l : *layers) {
-        if (l.name == e.key)
-          shape = &l;
-      }
+      shape = detail::find_by(*layers, &record_layer_shape::name, e.key);
       if (!shape)
         fail(errc::record_unknown_layer, i, "no quantizable layer has this name");
     }
@@ -364,7 +358,7 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
   auto tree = parse_text_tree(text, limits);
   if (!tree)
     return result<record_file>(tree.diagnostics());
-  std::vector<diagnostic> diags;
+  std::vector<error> diags;
   record_file rec;
   std::vector<source_region> where;
   detail::record_binder(diags).bind_root(tree.value(), rec, where);

@@ -62,12 +62,15 @@ inline void to_json(nlohmann::ordered_json& j, const record_file& rec) {
 
 namespace detail {
 
-inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
-                             std::string& error) {
-  if (!j.is_object()) {
-    error = "a record must be a JSON object keyed by layer name";
-    return false;
-  }
+/// The record's fields from `j`, or errc::record_value_invalid naming the field.
+[[nodiscard]] inline result<record_file> record_from_json(const nlohmann::ordered_json& j) {
+  const auto fail = [](std::string message) -> result<record_file> {
+    return make_error(errc::record_value_invalid, std::move(message));
+  };
+  if (!j.is_object())
+    return fail("a record must be a JSON object keyed by layer name");
+  record_file out;
+  std::string error;  // what the checks below found, when they return false
   auto number = [&](const nlohmann::ordered_json& v, const std::string& at, float& dst) {
     if (!v.is_number() || v.is_boolean()) {
       error = at + " must be a number";
@@ -78,7 +81,12 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
   };
   auto integer = [&](const nlohmann::ordered_json& v, const std::string& at, long long lo,
                      long long hi, long long& dst) {
-    if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi) {
+    // An unsigned value above LLONG_MAX would wrap in get<long long>(), so it is compared as is.
+    const bool fits =
+        v.is_number_unsigned()
+            ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
+            : v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi;
+    if (!fits) {
       error =
           at + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
       return false;
@@ -97,8 +105,7 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
   };
   for (const auto& [key, v] : j.items()) {
     if (!v.is_object()) {
-      error = "'" + key + "' must be an object";
-      return false;
+      return fail("'" + key + "' must be an object");
     }
     record_entry e;
     e.key = key;
@@ -109,60 +116,57 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
       if (field == "scale_d") {
         float s = 0;
         if (!number(x, at, s))
-          return false;
+          return fail(error);
         r.scale_d = s;
       } else if (field == "offset_d") {
         if (!integer(x, at, INT32_MIN, INT32_MAX, n))
-          return false;
+          return fail(error);
         r.offset_d = static_cast<std::int32_t>(n);
       } else if (field == "scale_w" || field == "tensor_balance_factor" || field == "offset_w" ||
                  field == "shift_bit") {
         if (!x.is_array()) {
-          error = at + " must be a list";
-          return false;
+          return fail(at + " must be a list");
         }
         for (const auto& item : x) {
           float s = 0;
           if (field == "scale_w" || field == "tensor_balance_factor") {
             if (!number(item, at, s))
-              return false;
+              return fail(error);
             (field == "scale_w" ? r.scale_w : r.tensor_balance_factor).push_back(s);
           } else if (field == "offset_w") {
             if (!integer(item, at, INT32_MIN, INT32_MAX, n))
-              return false;
+              return fail(error);
             r.offset_w.push_back(static_cast<std::int32_t>(n));
           } else {
             if (!integer(item, at, 0, UINT32_MAX, n))
-              return false;
+              return fail(error);
             r.shift_bit.push_back(static_cast<std::uint32_t>(n));
           }
         }
       } else if (field == "skip_fusion") {
         if (!x.is_boolean()) {
-          error = at + " must be true or false";
-          return false;
+          return fail(at + " must be true or false");
         }
         r.skip_fusion = x.get<bool>();
       } else if (field == "dst_type") {
         if (!text(x, at, r.dst_type))
-          return false;
+          return fail(error);
       } else if (field == "act_type") {
         if (!text(x, at, r.act_type))
-          return false;
+          return fail(error);
       } else if (field == "wts_type") {
         if (!text(x, at, r.wts_type))
-          return false;
+          return fail(error);
       } else if (field == "fakequant_precision_mode") {
         if (!text(x, at, r.fakequant_precision_mode))
-          return false;
+          return fail(error);
       } else {
-        error = at + " is not a record field";
-        return false;
+        return fail(at + " is not a record field");
       }
     }
     out.records.push_back(std::move(e));
   }
-  return true;
+  return out;
 }
 
 }  // namespace detail
@@ -171,16 +175,12 @@ inline bool record_from_json(const nlohmann::ordered_json& j, record_file& out,
 [[nodiscard]] inline result<record_file> try_read_record_json(
     std::string_view text, const std::vector<record_layer_shape>* layers = nullptr) {
   const auto j = nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, false);
-  std::string error;
-  record_file rec;
   if (j.is_discarded())
-    error = "the record is not valid JSON";
-  if (error.empty())
-    detail::record_from_json(j, rec, error);
-  if (!error.empty()) {
-    return result<record_file>(
-        std::vector<diagnostic>{{errc::record_value_invalid, severity::error, error, {}, {}}});
-  }
+    return make_error(errc::record_value_invalid, "the record is not valid JSON");
+  auto parsed = detail::record_from_json(j);
+  if (!parsed)
+    return parsed;
+  record_file rec = std::move(parsed).value();
   std::vector<diagnostic> diags;
   validate_record(rec, layers, {}, diags);
   if (std::any_of(diags.begin(), diags.end(), is_error))

@@ -12,7 +12,6 @@
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/record.hpp"
 
-#ifdef PTQ_CLI_PATH
 namespace {
 
 ptq_test::cli_result run(const std::string& args) {
@@ -66,9 +65,9 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   CHECK(rec.value().find("fc")->tensor_balance_factor.size() == 512);
   REQUIRE(ptq::read_text_file("cal_config.json", text));
   CHECK(text.rfind("{\n    \"version\":1,\n    \"batch_num\":2,", 0) == 0);
-  ptq::io::safetensors_file w;
-  std::string err;
-  REQUIRE(ptq::io::read_safetensors("cal_weights.safetensors", w, err));
+  const auto read = ptq::io::read_safetensors("cal_weights.safetensors");
+  REQUIRE(read.ok());
+  const auto& w = read.value();
   CHECK(w.find("conv1.weight"));
   CHECK(w.find("conv1.bias"));
   CHECK(w.find("bn1.weight"));        // conv1 is in skip_fusion_layers: its BatchNorm stays
@@ -179,10 +178,10 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   for (std::size_t i = 0; i < x.size(); ++i)
     x[i] = std::cos(0.37f * static_cast<float>(i));
   b = {0.1f, -0.1f, 0.2f, 0.0f};
-  std::string err;
-  REQUIRE(ptq::io::write_safetensors(
-      "deconv_w.safetensors", {{"deconv.weight", {3, 4, 3, 3}, w}, {"deconv.bias", {4}, b}}, err));
-  REQUIRE(ptq::io::write_safetensors("deconv_x.safetensors", {{"deconv", {8, 3, 5, 5}, x}}, err));
+  REQUIRE(ptq::io::write_safetensors("deconv_w.safetensors",
+                                     {{"deconv.weight", {3, 4, 3, 3}, w}, {"deconv.bias", {4}, b}})
+              .ok());
+  REQUIRE(ptq::io::write_safetensors("deconv_x.safetensors", {{"deconv", {8, 3, 5, 5}, x}}).ok());
   {
     std::ofstream m("deconv.json");
     m << R"({"layers":[{"name":"deconv","type":"ConvTranspose2d","weight":"deconv.weight",)"
@@ -214,7 +213,7 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   CHECK(r.err.find("output_padding") != std::string::npos);
   // A NaN among the samples: named by layer and flat index.
   x[17] = std::nanf("");
-  REQUIRE(ptq::io::write_safetensors("deconv_nan.safetensors", {{"deconv", {8, 3, 5, 5}, x}}, err));
+  REQUIRE(ptq::io::write_safetensors("deconv_nan.safetensors", {{"deconv", {8, 3, 5, 5}, x}}).ok());
   {
     std::ofstream m("deconv.json");
     m << R"({"layers":[{"name":"deconv","type":"ConvTranspose2d","weight":"deconv.weight",)"
@@ -228,4 +227,3 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
     CHECK(std::remove(f) == 0);
   }
 }
-#endif

@@ -4,10 +4,9 @@
 #include <cstdio>
 #include <string>
 
+#include "../config/helpers.hpp"
 #include "../support/run_cli.hpp"
-#include "helpers.hpp"
 
-#ifdef PTQ_CLI_PATH
 namespace {
 
 ptq_test::cli_result run(const std::string& args) {
@@ -95,4 +94,3 @@ TEST_CASE("ptq demo resolves every bundled config", "[cli]") {
   CHECK(r.out.find("digits_ada.cfg") != std::string::npos);
   CHECK(r.out.find("conv1     Conv2d     yes    arq int6 per-tensor") != std::string::npos);
 }
-#endif

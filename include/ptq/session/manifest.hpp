@@ -1,23 +1,26 @@
 // The model manifest of `ptq calibrate --model` (docs/calibrate.md): a JSON list of the
 // quantizable layers in order, whose tensor fields name tensors of a safetensors weights file.
-// Produces the session's layer descriptions. Adds nlohmann_json.
+// Produces the session's layer descriptions. It sits with the session, not in io/: it describes
+// layers, and io/ reads files without knowing what a layer is. The tensors come from any
+// weights source whose `get(name)` returns a `result<T>` with `shape` and `data` (such as
+// io::safetensors_file), so this header needs no io header. Adds nlohmann_json.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "ptq/core/abi.hpp"
-#include "ptq/io/safetensors.hpp"
+#include "ptq/core/error.hpp"
 #include "ptq/session/layer.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-namespace io {
-
 /// One manifest entry: the session's description plus what an engine needs to run it and what
 /// a writer needs to put tensors back under their names.
 struct manifest_layer {
@@ -53,31 +56,56 @@ inline bool size_list(const nlohmann::json& j, std::vector<std::size_t>& out) {
   return true;
 }
 
-inline bool tensor_field(const nlohmann::json& e, const char* key, const safetensors_file& w,
-                         const std::string& at, xt::xarray<float>& out, std::string& name,
-                         std::string& error) {
-  if (!e[key].is_string()) {
-    error = at + "\"" + key + "\" must name a tensor of the weights file";
-    return false;
-  }
-  name = e[key].get<std::string>();
-  float_tensor t;
-  if (!w.get(name, t, error)) {
-    error = at + "\"" + key + "\": " + error;
-    return false;
-  }
-  out = xt::xarray<float>::from_shape(t.shape);
-  std::copy(t.data.begin(), t.data.end(), out.begin());
-  return true;
+[[nodiscard]] inline error manifest_error(std::string message) {
+  return make_error(errc::manifest_invalid, std::move(message));
 }
 
-inline bool vector_field(const nlohmann::json& e, const char* key, const safetensors_file& w,
-                         const std::string& at, std::vector<float>& out, std::string& name,
-                         std::string& error) {
+/// `e[key]`, a string naming a tensor of `weights`, read into `out`.
+template <class Weights>
+[[nodiscard]] result<> tensor_field(const nlohmann::json& e, const char* key,
+                                    const Weights& weights, const std::string& at,
+                                    xt::xarray<float>& out, std::string& name) {
+  if (!e.contains(key) || !e[key].is_string())
+    return manifest_error(at + "\"" + key + "\" must name a tensor of the weights file");
+  name = e[key].template get<std::string>();
+  auto t = weights.get(name);
+  if (!t)
+    return manifest_error(at + "\"" + key + "\": " + t.error().message);
+  out = xt::xarray<float>::from_shape(t->shape);
+  std::copy(t->data.begin(), t->data.end(), out.begin());
+  return {};
+}
+
+template <class Weights>
+[[nodiscard]] result<> vector_field(const nlohmann::json& e, const char* key,
+                                    const Weights& weights, const std::string& at,
+                                    std::vector<float>& out, std::string& name) {
   xt::xarray<float> t;
-  if (!tensor_field(e, key, w, at, t, name, error))
-    return false;
-  out.assign(t.begin(), t.end());
+  auto r = tensor_field(e, key, weights, at, t, name);
+  if (r)
+    out.assign(t.begin(), t.end());
+  return r;
+}
+
+/// An optional key of type `T` (bool, float or std::string): `fallback` when absent, false when
+/// present with another type (nlohmann's `value()` would throw instead).
+template <class T>
+[[nodiscard]] bool optional_field(const nlohmann::json& e, const char* key, T fallback, T& out) {
+  out = std::move(fallback);
+  if (!e.contains(key))
+    return true;
+  const auto& v = e[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean())
+      return false;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string())
+      return false;
+  } else {
+    if (!v.is_number())
+      return false;
+  }
+  out = v.template get<T>();
   return true;
 }
 
@@ -85,51 +113,46 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
 
 /// Reads a manifest and the tensors it names. Errors name the entry and the key: a missing or
 /// malformed key, an unknown layer type or activation, a tensor missing from the weights file.
-[[nodiscard]] inline bool parse_manifest(std::string_view text, const safetensors_file& weights,
-                                         model_manifest& out, std::string& error) {
+template <class Weights>
+[[nodiscard]] result<model_manifest> parse_manifest(std::string_view text, const Weights& weights) {
+  using detail::manifest_error;
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("layers") || !j["layers"].is_array()) {
-    error = "the manifest must be a JSON object with a \"layers\" list";
-    return false;
+    return manifest_error("the manifest must be a JSON object with a \"layers\" list");
   }
-  out = model_manifest{};
+  model_manifest out;
   if (j.contains("input_shape") && !detail::size_list(j["input_shape"], out.input_shape)) {
-    error = "\"input_shape\" must be a list of sizes";
-    return false;
+    return manifest_error("\"input_shape\" must be a list of sizes");
   }
   for (std::size_t i = 0; i < j["layers"].size(); ++i) {
     const auto& e = j["layers"][i];
     std::string at = "layer " + std::to_string(i) + ": ";
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
-      error = at + "needs a string \"name\"";
-      return false;
+      return manifest_error(at + "needs a string \"name\"");
     }
     manifest_layer m;
     m.desc.name = e["name"].get<std::string>();
     at = "layer '" + m.desc.name + "': ";
     if (!e.contains("type") || !e["type"].is_string()) {
-      error = at + "needs a string \"type\"";
-      return false;
+      return manifest_error(at + "needs a string \"type\"");
     }
     const auto type = layer_type_from_string(e["type"].get<std::string>());
     if (!type) {
-      error = at + "type \"" + e["type"].get<std::string>() +
-              "\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, ConvTranspose1d, "
-              "ConvTranspose2d, Linear, AvgPool2d)";
-      return false;
+      return manifest_error(
+          at + "type \"" + e["type"].get<std::string>() +
+          "\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, ConvTranspose1d, "
+          "ConvTranspose2d, Linear, AvgPool2d)");
     }
     m.desc.type = *type;
     if (m.desc.type == layer_type::avg_pool2d) {
       if (!e.contains("kernel_size") || !detail::size_list(e["kernel_size"], m.kernel_size)) {
-        error = at + "AvgPool2d needs \"kernel_size\"";
-        return false;
+        return manifest_error(at + "AvgPool2d needs \"kernel_size\"");
       }
       if (m.kernel_size.size() == 1)
         m.kernel_size.push_back(m.kernel_size[0]);
       m.pool_stride = m.kernel_size;
       if (e.contains("stride") && !detail::size_list(e["stride"], m.pool_stride)) {
-        error = at + "\"stride\" must be a list of sizes";
-        return false;
+        return manifest_error(at + "\"stride\" must be a list of sizes");
       }
       if (m.pool_stride.size() == 1)
         m.pool_stride.push_back(m.pool_stride[0]);
@@ -137,16 +160,15 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
       continue;
     }
     if (!e.contains("weight")) {
-      error = at + "needs \"weight\"";
-      return false;
+      return manifest_error(at + "needs \"weight\"");
     }
-    if (!detail::tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name, error)) {
-      return false;
+    if (auto r = detail::tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name); !r) {
+      return r.error();
     }
     if (e.contains("bias")) {
       xt::xarray<float> b;
-      if (!detail::tensor_field(e, "bias", weights, at, b, m.bias_name, error))
-        return false;
+      if (auto r = detail::tensor_field(e, "bias", weights, at, b, m.bias_name); !r)
+        return r.error();
       m.desc.bias = std::move(b);
     }
     auto& conv = m.desc.conv;
@@ -159,45 +181,42 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
                   : k == "dilation" ? conv.dilation
                                     : conv.output_padding;
       if (!detail::size_list(e[key], dst)) {
-        error = at + "\"" + key + "\" must be a list of sizes";
-        return false;
+        return manifest_error(at + "\"" + key + "\" must be a list of sizes");
       }
     }
     if (e.contains("groups")) {
       if (!e["groups"].is_number_unsigned() || e["groups"].get<std::size_t>() == 0) {
-        error = at + "\"groups\" must be a positive integer";
-        return false;
+        return manifest_error(at + "\"groups\" must be a positive integer");
       }
       conv.groups = e["groups"].get<std::size_t>();
     }
     if (e.contains("padding_mode")) {
       if (!e["padding_mode"].is_string()) {
-        error = at + "\"padding_mode\" must be a string";
-        return false;
+        return manifest_error(at + "\"padding_mode\" must be a string");
       }
       conv.padding_mode = e["padding_mode"].get<std::string>();
     }
-    m.flatten = e.value("flatten", false);
+    if (!detail::optional_field(e, "flatten", false, m.flatten))
+      return manifest_error(at + "\"flatten\" must be true or false");
     if (e.contains("batch_norm")) {
       const auto& bn = e["batch_norm"];
       if (!bn.is_object()) {
-        error = at + "\"batch_norm\" must be an object";
-        return false;
+        return manifest_error(at + "\"batch_norm\" must be an object");
       }
       batch_norm_params p;
       m.batch_norm_names.resize(4);
       const char* keys[] = {"weight", "bias", "running_mean", "running_var"};
       std::vector<float>* dst[] = {&p.weight, &p.bias, &p.running_mean, &p.running_var};
       for (int k = 0; k < 4; ++k) {
-        if (!detail::vector_field(bn, keys[k], weights, at + "batch_norm: ", *dst[k],
-                                  m.batch_norm_names[static_cast<std::size_t>(k)], error)) {
-          return false;
+        if (auto r = detail::vector_field(bn, keys[k], weights, at + "batch_norm: ", *dst[k],
+                                          m.batch_norm_names[static_cast<std::size_t>(k)]);
+            !r) {
+          return r.error();
         }
       }
       if (bn.contains("eps")) {
         if (!bn["eps"].is_number()) {
-          error = at + "batch_norm: \"eps\" must be a number";
-          return false;
+          return manifest_error(at + "batch_norm: \"eps\" must be a number");
         }
         p.eps = bn["eps"].get<float>();
       }
@@ -221,38 +240,41 @@ inline bool vector_field(const nlohmann::json& e, const char* key, const safeten
         d.kind = activation_kind::tanh;
       } else if (kind == "LeakyReLU") {
         d.kind = activation_kind::leaky_relu;
-        d.negative_slope = attrs.value("negative_slope", 0.01f);
+        if (!detail::optional_field(attrs, "negative_slope", 0.01f, d.negative_slope))
+          return manifest_error(at + "LeakyReLU \"negative_slope\" must be a number");
       } else if (kind == "PReLU") {
         d.kind = activation_kind::prelu;
         std::string name;
-        if (!detail::vector_field(attrs, "weight", weights, at + "PReLU: ", d.prelu_weight, name,
-                                  error)) {
-          return false;
+        if (auto r = detail::vector_field(attrs, "weight", weights, at + "PReLU: ", d.prelu_weight,
+                                          name);
+            !r) {
+          return r.error();
         }
       } else if (kind == "GELU") {
         d.kind = activation_kind::gelu;
-        const std::string approx = attrs.value("approximate", std::string("none"));
-        if (approx != "none" && approx != "tanh") {
-          error = at + "GELU \"approximate\" must be \"none\" or \"tanh\"";
-          return false;
+        std::string approx;
+        if (!detail::optional_field(attrs, "approximate", std::string("none"), approx) ||
+            (approx != "none" && approx != "tanh")) {
+          return manifest_error(at + "GELU \"approximate\" must be \"none\" or \"tanh\"");
         }
         d.gelu_tanh = approx == "tanh";
       } else if (kind == "RReLU") {
         d.kind = activation_kind::rrelu;
-        d.rrelu_lower = attrs.value("lower", 1.0f / 8.0f);
-        d.rrelu_upper = attrs.value("upper", 1.0f / 3.0f);
+        if (!detail::optional_field(attrs, "lower", 1.0f / 8.0f, d.rrelu_lower) ||
+            !detail::optional_field(attrs, "upper", 1.0f / 3.0f, d.rrelu_upper)) {
+          return manifest_error(at + "RReLU \"lower\" and \"upper\" must be numbers");
+        }
       } else {
-        error = at +
-                "activation must be one of ReLU, ReLU6, Sigmoid, Tanh, LeakyReLU, PReLU, "
-                "GELU, RReLU";
-        return false;
+        return manifest_error(
+            at +
+            "activation must be one of ReLU, ReLU6, Sigmoid, Tanh, LeakyReLU, PReLU, "
+            "GELU, RReLU");
       }
     }
     out.layers.push_back(std::move(m));
   }
-  return true;
+  return out;
 }
 
-}  // namespace io
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "arch_kernels.hpp"
+#include "../kernels/arch_kernels.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 
 namespace {

@@ -14,19 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "../support/run_cli.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/io/npy.hpp"
-
-#ifdef PTQ_CLI_PATH
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct run_result {
-  int exit_code = -1;
-  std::string out, err;
-};
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -35,31 +29,8 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      q += "'\\''";
-    } else {
-      q += c;
-    }
-  }
-  return q + "'";
-}
-
-run_result run_cli(const std::vector<std::string>& args) {
-  const fs::path dir = fs::temp_directory_path();
-  const fs::path out = dir / "ptq_numerics_cli.out", err = dir / "ptq_numerics_cli.err";
-  std::string cmd = quote(PTQ_CLI_PATH);
-  for (const auto& a : args)
-    cmd += " " + quote(a);
-  cmd += " >" + quote(out.string()) + " 2>" + quote(err.string());
-  const int st = std::system(cmd.c_str());
-  run_result r;
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+ptq_test::cli_result run_cli(const std::vector<std::string>& args) {
+  return ptq_test::run_cli_argv(args);
 }
 
 bool rel_close(double got, double want, double rel) {
@@ -89,13 +60,13 @@ TEST_CASE("golden numeric cases of the reference toolkit", "[cli][golden]") {
     const auto& exp = c.at("expected");
     const auto& tol = c.at("tolerance");
     if (exp.contains("error")) {
-      CHECK(r.exit_code == 1);  // an error status, not a signal
+      CHECK(r.code == 1);  // an error status, not a signal
       CHECK(r.err.rfind("ptq ", 0) == 0);
       CHECK(r.err.find(": error: ") != std::string::npos);
       ++passed;
       continue;
     }
-    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.code == 0);
     const auto got = nlohmann::json::parse(r.out);
     const std::string algo = c.at("algo");
     if (algo == "ifmr" || algo == "hfmg") {
@@ -140,7 +111,7 @@ TEST_CASE("CLI: printed floats round-trip float32", "[cli]") {
   const auto d = cases_dir / "001_ifmr_normal-1b-asym8";
   const auto r = run_cli(
       {"observe", "--algo", "ifmr", "--max-percentile", "0.9999", (d / "batch0.npy").string()});
-  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(r.out);
   // the shortest text that reads back to the same float32
   CHECK(r.out.find("\"scale\": 0.000278067,") != std::string::npos);
@@ -152,12 +123,12 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   const fs::path tmp = fs::temp_directory_path();
   // missing file, malformed file -> exit 1 with "ptq <cmd>: error: "
   auto missing = run_cli({"observe", "--algo", "hfmg", (tmp / "no_such_file.npy").string()});
-  CHECK(missing.exit_code == 1);
+  CHECK(missing.code == 1);
   CHECK(missing.err.rfind("ptq observe: error: ", 0) == 0);
   const fs::path junk = tmp / "ptq_numerics_junk.npy";
   std::ofstream(junk) << "not an npy file";
   auto bad = run_cli({"weights", "--type", "Conv2d", junk.string()});
-  CHECK(bad.exit_code == 1);
+  CHECK(bad.code == 1);
   CHECK(bad.err.find("ptq weights: error: ") == 0);
   CHECK(bad.err.find("bad magic") != std::string::npos);
   // shape mismatch between activation and weight
@@ -166,36 +137,36 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   REQUIRE(ptq::io::write_npy(an.string(), a.data(), {2, 3, 4}).ok());
   REQUIRE(ptq::io::write_npy(wn.string(), w.data(), {5, 2, 3}).ok());
   auto mis = run_cli({"balance", "--alpha", "0.5", "--type", "Conv1d", an.string(), wn.string()});
-  CHECK(mis.exit_code == 1);
+  CHECK(mis.code == 1);
   CHECK(mis.err.find("ptq balance: error: ") == 0);
   CHECK(mis.err.find("input channels") != std::string::npos);
   // usage errors -> exit 2
-  CHECK(run_cli({"observe", "--algo", "kl", an.string()}).exit_code == 2);
-  CHECK(run_cli({"observe", "--bits", "4", an.string()}).exit_code == 2);
-  CHECK(run_cli({"observe"}).exit_code == 2);
-  CHECK(run_cli({"weights", "--type", "Bogus", wn.string()}).exit_code == 2);
+  CHECK(run_cli({"observe", "--algo", "kl", an.string()}).code == 2);
+  CHECK(run_cli({"observe", "--bits", "4", an.string()}).code == 2);
+  CHECK(run_cli({"observe"}).code == 2);
+  CHECK(run_cli({"weights", "--type", "Bogus", wn.string()}).code == 2);
   CHECK(run_cli({"weights", "--type", "Conv1d", "--channel-wise", "--per-tensor", wn.string()})
-            .exit_code == 2);
-  CHECK(run_cli({"balance", "--alpha", "0.9", "--type", "Conv1d", an.string(), wn.string()})
-            .exit_code == 2);
+            .code == 2);
+  CHECK(run_cli({"balance", "--alpha", "0.9", "--type", "Conv1d", an.string(), wn.string()}).code ==
+        2);
   // weights: default granularity by type, fake-quant output
   auto def = run_cli({"weights", "--type", "Conv1d", wn.string()});
-  REQUIRE(def.exit_code == 0);
+  REQUIRE(def.code == 0);
   CHECK(nlohmann::json::parse(def.out).at("scale_w").size() == 5);
   const fs::path fq = tmp / "ptq_numerics_fq.npy";
   auto fqr = run_cli({"weights", "--type", "Conv1d", "--fake-quant-out", fq.string(), wn.string()});
-  REQUIRE(fqr.exit_code == 0);
+  REQUIRE(fqr.code == 0);
   auto back = ptq::io::read_npy(fq.string());
   REQUIRE(back.ok());
   CHECK(back.value().data == w);  // 0.5 is exactly on the grid (scale 0.5/127)
   // FORCE_FP16_QUANT scale
   auto fp = run_cli({"observe", "--algo", "hfmg", "--fp16-scale", an.string()});
-  REQUIRE(fp.exit_code == 0);
+  REQUIRE(fp.code == 0);
   CHECK(static_cast<float>(nlohmann::json::parse(fp.out).at("scale").get<double>()) ==
         ptq::fp16_scale(1.0f / 255.0f));
   // the candidate rules and the thread count: same printed result for 1 and 3 threads
   const auto inc = run_cli({"observe", "--algo", "ifmr", "--candidates", "inclusive", an.string()});
-  CHECK(inc.exit_code == 0);
+  CHECK(inc.code == 0);
   const auto d013 = cases_dir / "013_ifmr_fine-step-student-t-1b-asym8" / "batch0.npy";
   const std::vector<std::string> base{
       "observe", "--algo",        "ifmr", "--search-range-start", "0.995", "--search-range-end",
@@ -204,14 +175,8 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   one.insert(one.end(), {"--threads", "1", d013.string()});
   three.insert(three.end(), {"--threads", "3", d013.string()});
   const auto r1 = run_cli(one), r3 = run_cli(three);
-  CHECK(r1.exit_code == 0);
+  CHECK(r1.code == 0);
   CHECK(r1.out == r3.out);
   for (const auto& p : {junk, an, wn, fq})
     fs::remove(p);
 }
-
-#else
-TEST_CASE("golden numeric cases need the ptq tool", "[cli][!mayfail]") {
-  WARN("PTQ_CLI_PATH is not defined: the ptq_cli target was not built");
-}
-#endif

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "../layers/arch_kernels.hpp"
+#include "arch_kernels.hpp"
 #include "ptq/kernels/ada_update.hpp"
 
 namespace {

@@ -74,7 +74,7 @@ TEST_CASE("npy: float16 is read as float32", "[io][npy]") {
 }
 
 TEST_CASE("npy: malformed files are rejected with clear errors", "[io][npy]") {
-  using ptq::io::npy_errc;
+  using ptq::errc;
   const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
   auto code = [](const std::string& bytes) {
     auto r = ptq::io::parse_npy(bytes, "x.npy");
@@ -82,40 +82,40 @@ TEST_CASE("npy: malformed files are rejected with clear errors", "[io][npy]") {
     CHECK(r.error().message.rfind("x.npy: ", 0) == 0);
     return r.error().code;
   };
-  CHECK(code("") == npy_errc::bad_magic);
-  CHECK(code("PK\x03\x04 not numpy at all") == npy_errc::bad_magic);
+  CHECK(code("") == errc::bad_magic);
+  CHECK(code("PK\x03\x04 not numpy at all") == errc::bad_magic);
   std::string v9 = npy_bytes(ok_dict, floats({1, 2}));
   v9[6] = 9;
-  CHECK(code(v9) == npy_errc::bad_version);
+  CHECK(code(v9) == errc::bad_version);
   CHECK(code(npy_bytes("{'descr': '<f4', 'fortran_order': False}", floats({1, 2}))) ==
-        npy_errc::bad_header);
-  CHECK(code(npy_bytes("['descr', '<f4']", floats({1, 2}))) == npy_errc::bad_header);
+        errc::bad_header);
+  CHECK(code(npy_bytes("['descr', '<f4']", floats({1, 2}))) == errc::bad_header);
   CHECK(code(npy_bytes("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }",
-                       floats({1, 2}))) == npy_errc::bad_header);
+                       floats({1, 2}))) == errc::bad_header);
   CHECK(code(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }",
-                       floats({1, 2}))) == npy_errc::bad_header);
+                       floats({1, 2}))) == errc::bad_header);
   CHECK(code(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
-                       floats({1, 2, 3, 4}))) == npy_errc::unsupported_dtype);
+                       floats({1, 2, 3, 4}))) == errc::unsupported_dtype);
   CHECK(code(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
-                       floats({1, 2}))) == npy_errc::unsupported_dtype);
+                       floats({1, 2}))) == errc::unsupported_dtype);
   CHECK(code(npy_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }",
-                       floats({1, 2}))) == npy_errc::unsupported_dtype);
+                       floats({1, 2}))) == errc::unsupported_dtype);
   CHECK(code(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }",
-                       floats({1, 2}))) == npy_errc::fortran_order);
-  CHECK(code(npy_bytes(ok_dict, floats({1}))) == npy_errc::truncated);
-  CHECK(code(npy_bytes(ok_dict, floats({1, 2, 3}))) == npy_errc::trailing_data);
+                       floats({1, 2}))) == errc::fortran_order);
+  CHECK(code(npy_bytes(ok_dict, floats({1}))) == errc::truncated);
+  CHECK(code(npy_bytes(ok_dict, floats({1, 2, 3}))) == errc::trailing_data);
   CHECK(code(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, "
                        "99999999999), }",
-                       "")) == npy_errc::too_large);
+                       "")) == errc::file_too_large);
   std::string cut = npy_bytes(ok_dict, floats({1, 2}));
-  CHECK(code(cut.substr(0, 30)) == npy_errc::truncated);  // header cut short
+  CHECK(code(cut.substr(0, 30)) == errc::truncated);  // header cut short
   // a header longer than 127 bytes (xtensor's reader decodes its length wrongly)
   std::string longd = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
   longd.insert(longd.size() - 1, std::string(150, ' '));
   CHECK(ptq::io::parse_npy(npy_bytes(longd, floats({1, 2}))).ok());
   auto missing = ptq::io::read_npy("/nonexistent/dir/file.npy");
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.error().code == npy_errc::open_failed);
+  CHECK(missing.error().code == errc::file_open_failed);
 }
 
 TEST_CASE("npy: write and read back", "[io][npy]") {

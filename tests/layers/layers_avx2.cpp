@@ -1,9 +1,0 @@
-// AVX2 + FMA kernels for the tests (compiled with -mavx2 -mfma; called after a runtime check).
-#include "arch_kernels.hpp"
-
-namespace ptq_layers_test {
-arch_kernels avx2_kernels() {
-  using arch = xsimd::fma3<xsimd::avx2>;
-  return {ptq::kernels::make_kernel_set<arch>(), ptq::kernels::gemm_uses_fma<arch>};
-}
-}  // namespace ptq_layers_test
