@@ -62,7 +62,8 @@ TEST_CASE("ptq check: exit 0 with a summary, exit 1 with rendered errors", "[cli
   CHECK(r.err.find("warning: string literal spans lines") != std::string::npos);
   r = run("check /nonexistent.cfg");
   CHECK(r.code == 1);
-  CHECK(r.err.find("cannot read '/nonexistent.cfg'") != std::string::npos);
+  CHECK(r.err.find("ptq check: error: CONFIG: cannot open '/nonexistent.cfg': No such file or "
+                   "directory [E1001]") != std::string::npos);
 }
 
 TEST_CASE("ptq fmt prints canonical text that checks again", "[cli]") {
