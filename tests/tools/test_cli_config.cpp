@@ -64,7 +64,7 @@ TEST_CASE("ptq check: exit 0 with a summary, exit 1 with rendered errors", "[cli
   r = run("check /nonexistent.cfg");
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "ptq check: error: cannot open '/nonexistent.cfg': No such file or directory "
+        "ptq check: error: CONFIG: cannot open '/nonexistent.cfg': No such file or directory "
         "[E1001]\n");
 }
 
@@ -72,19 +72,19 @@ TEST_CASE("ptq check refuses a directory, a device and a file above the limit", 
   auto r = run("check /dev/zero");
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "ptq check: error: '/dev/zero' is a character device; a regular file is needed [E1002]\n");
+        "ptq check: error: CONFIG: '/dev/zero' is a character device; a regular file is needed [E1002]\n");
   CHECK(r.out.empty());
   const std::string dir = ptq_test::data_path("seeds");
   r = run("check " + dir);
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "ptq check: error: '" + dir + "' is a directory; a regular file is needed [E1002]\n");
+        "ptq check: error: CONFIG: '" + dir + "' is a directory; a regular file is needed [E1002]\n");
   const std::string big = "ptq_cli_check_big.cfg";
   REQUIRE(std::system(("truncate -s 17M " + big).c_str()) == 0);
   r = run("check " + big);
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "ptq check: error: '" + big + "' is 17825792 bytes; the limit is 16 MiB [E1003]\n");
+        "ptq check: error: CONFIG: '" + big + "' is 17825792 bytes; the limit is 16 MiB [E1003]\n");
   CHECK(std::remove(big.c_str()) == 0);
   // (--record: a run without outputs would first make its temporary output folder)
   r = run("calibrate " + dir + " --record ptq_cli_dir_record.txt");

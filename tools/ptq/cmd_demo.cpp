@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bundled_data.hpp"
 #include "command.hpp"
 #include "config_io.hpp"
 #include "ptq/config_json.hpp"
@@ -17,30 +18,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-// The bundled configs: next to the source tree the binary was built from, or under the
-// current directory.
-fs::path find_examples() {
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const auto exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
-         dir = dir.parent_path()) {
-      candidates.push_back(dir / "examples" / "configs");
-      candidates.push_back(dir / "share" / "ptq" / "configs");
-    }
-  }
-  candidates.push_back(fs::current_path(ec) / "examples" / "configs");
-#ifdef PTQ_SOURCE_DIR
-  candidates.push_back(fs::path(PTQ_SOURCE_DIR) / "examples" / "configs");
-#endif
-  for (const auto& c : candidates) {
-    if (fs::exists(c / "layers.json", ec))
-      return c;
-  }
-  return {};
-}
 
 std::string fmt_float(float v) {
   return ptq::detail::python_repr(ptq::detail::toolkit_double(v));
@@ -76,10 +53,20 @@ void print_table(const ptq::resolved_config& rc) {
 }
 
 int run_demo(const std::string& dir_arg) {
-  const fs::path dir = dir_arg.empty() ? find_examples() : fs::path(dir_arg);
-  if (dir.empty() || !fs::is_directory(dir)) {
-    std::cerr << "ptq demo: error: cannot find the bundled configs (examples/configs); pass the "
-                 "folder as an argument\n";
+  fs::path dir = dir_arg;
+  if (dir_arg.empty()) {
+    const fs::path data = ptq_cli::find_bundled_data();
+    if (data.empty()) {
+      std::cerr << "ptq demo: error: cannot find the bundled configs; pass the folder as an "
+                   "argument ["
+                << "E" << static_cast<unsigned>(ptq::errc::bundled_data_not_found)
+                << "]\nnote: " << ptq_cli::bundled_search_text << '\n';
+      return ptq_cli::exit_error;
+    }
+    dir = data / "configs";
+  }
+  if (!fs::is_directory(dir)) {
+    std::cerr << "ptq demo: error: '" << dir.string() << "' is not a folder\n";
     return ptq_cli::exit_error;
   }
   std::vector<fs::path> configs;
@@ -103,7 +90,7 @@ int run_demo(const std::string& dir_arg) {
     layers_path.replace_extension(".layers.json");
     if (!fs::exists(layers_path))
       layers_path = dir / "layers.json";
-    auto read = ptq::read_text_file(layers_path.string());
+    auto read = ptq_cli::read_text_input(layers_path.string(), "layer list");
     if (!read) {
       std::cerr << "ptq demo: " << ptq::format_error(read.error());
       ++failures;
@@ -138,6 +125,7 @@ const ptq_cli::register_command reg{
      [](CLI::App& sub) -> ptq_cli::run_fn {
        auto dir = std::make_shared<std::string>();
        sub.add_option("DIR", *dir, "folder of .cfg files and layers.json (default: bundled)");
+       sub.footer(ptq_cli::bundled_search_text);
        return [dir]() -> int { return run_demo(*dir); };
      }}};
 

@@ -32,7 +32,7 @@ const ptq_cli::register_command reg{
          const auto c = ptq_cli::load_config(a->config, "resolve");
          if (!c)
            return ptq_cli::exit_error;
-         auto read = ptq::read_text_file(a->layers);
+         auto read = ptq_cli::read_text_input(a->layers, "--layers");
          if (!read) {
            std::cerr << "ptq resolve: " << ptq::format_error(read.error());
            return ptq_cli::exit_error;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "input_files.hpp"
 #include "ptq/config.hpp"
 
 namespace ptq_cli {
@@ -16,12 +17,13 @@ struct loaded_config {
   ptq::result<ptq::amct_config> parsed;
 };
 
-/// Reads and parses `path`; prints every diagnostic to stderr. Empty on failure.
+/// Reads (a regular file within max_text_bytes) and parses `path`; prints every diagnostic to
+/// stderr. Empty on failure.
 [[nodiscard]] inline std::optional<loaded_config> load_config(const std::string& path,
                                                               const std::string& command) {
   loaded_config c;
   c.path = path;
-  auto text = ptq::read_text_file(path);
+  auto text = read_text_input(path, "CONFIG");
   if (!text) {
     std::cerr << "ptq " << command << ": " << ptq::format_error(text.error());
     return std::nullopt;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "ptq/core/error.hpp"
 #include "ptq/version.hpp"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,21 @@ int main(int argc, char** argv) {
     runners.emplace_back(sub, c.setup(*sub));
   }
 
+  // CLI11 reports an unknown first word as "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    const bool known = std::any_of(commands.begin(), commands.end(),
+                                   [&](const auto& c) { return c.name == word; });
+    if (!known) {
+      std::string names;
+      for (const auto& c : commands)
+        names += (names.empty() ? "" : ", ") + c.name;
+      std::cerr << "ptq: error: unknown command '" << word << "' [E"
+                << static_cast<unsigned>(ptq::errc::unknown_command) << "]\nnote: the commands are "
+                << names << "; run 'ptq --help'\n";
+      return ptq_cli::exit_usage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "input_files.hpp"
 #include "ptq/algorithms.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/io/npy.hpp"
@@ -33,6 +34,10 @@ inline int numeric_fail(const std::string& command, const std::string& message) 
 /// Reads a .npy file; prints the error and returns nothing on failure.
 [[nodiscard]] inline std::optional<ptq::io::npy_array> load_tensor(const std::string& path,
                                                                    const std::string& command) {
+  if (auto st = check_tensor_file(path, "tensor"); !st) {
+    numeric_fail(command, st.error().message);
+    return std::nullopt;
+  }
   auto r = ptq::io::read_npy(path);
   if (!r) {
     numeric_fail(command, r.error().message);

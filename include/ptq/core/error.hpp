@@ -108,7 +108,9 @@
   X(bad_offsets, 1014)                    \
   X(output_conflict, 1101)                \
   X(output_not_writable, 1102)            \
-  X(interrupted, 1103)
+  X(interrupted, 1103)                    \
+  X(bundled_data_not_found, 1104)         \
+  X(unknown_command, 1105)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -1,0 +1,239 @@
+// What `ptq calibrate` prints: progress on stderr, and the per-layer table (or its JSON form)
+// with the accuracy pair of the bundled run and the outputs written.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "ptq/config/model.hpp"
+#include "ptq/detail/float_format.hpp"
+#include "ptq/session/session.hpp"
+
+namespace ptq_cli {
+
+/// The options of `ptq calibrate`.
+struct calibrate_args {
+  std::string config;
+  std::string model;
+  std::string weights;
+  std::vector<std::string> batches;
+  std::string record;
+  std::string quant_config;
+  std::string fake_quant_weights;
+  std::string ada_data;
+  std::uint64_t seed = 0;
+  unsigned threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+// Progress on stderr: a bar when it is a terminal, plain lines otherwise, nothing when quiet.
+// The session reports a fusion step for every layer with a BatchNorm, fused or not; a layer the
+// config keeps unfused (do_fusion: false, skip_fusion_layers) is shown as "not fused".
+struct progress_printer {
+  bool quiet = false;
+  bool tty = ::isatty(2) != 0;
+  bool do_fusion = true;
+  std::vector<std::string> skip_fusion_layers;
+  mutable bool bar_open = false;  ///< a bar without its final newline is on the terminal
+
+  /// Takes the fusion settings of the config the session is created with.
+  void set_fusion(const ptq::amct_config& c) {
+    do_fusion = c.do_fusion.value_or(ptq::defaults::do_fusion);
+    skip_fusion_layers.clear();
+    for (const auto& l : c.skip_fusion_layers)
+      skip_fusion_layers.push_back(l.value);
+  }
+  [[nodiscard]] bool fused(std::string_view layer) const {
+    return do_fusion && std::find(skip_fusion_layers.begin(), skip_fusion_layers.end(), layer) ==
+                            skip_fusion_layers.end();
+  }
+
+  void operator()(const ptq::progress_event& e) const {
+    if (quiet || e.total == 0)
+      return;
+    static const char* const names[] = {"fusion", "dmq", "weights", "activations", "done"};
+    const char* phase = names[static_cast<int>(e.phase)];
+    const bool not_fused = e.phase == ptq::session_phase::fusion && !fused(e.layer);
+    if (not_fused) {
+      if (!tty) {
+        std::cerr << "ptq calibrate: " << e.layer << " not fused (skip_fusion_layers or "
+                  << "do_fusion: false)\n";
+      } else if (e.done == e.total && bar_open) {
+        std::cerr << '\n';
+        bar_open = false;
+      }
+      return;
+    }
+    if (tty) {
+      const std::size_t width = 24;
+      const std::size_t filled = width * e.done / e.total;
+      std::cerr << "\r" << std::left << std::setw(12) << phase << " [" << std::string(filled, '#')
+                << std::string(width - filled, ' ') << "] " << e.done << "/" << e.total << " "
+                << std::setw(20) << e.layer << std::flush;
+      bar_open = e.done != e.total;
+      if (e.done == e.total)
+        std::cerr << '\n';
+    } else {
+      std::cerr << "ptq calibrate: " << phase << " " << e.done << "/" << e.total << " " << e.layer
+                << '\n';
+    }
+  }
+  // AdaRound: the iteration and the losses of the current layer.
+  void operator()(std::string_view layer, const ptq::ada_progress& e) const {
+    if (quiet || e.total == 0)
+      return;
+    std::ostringstream line;
+    line << "ada " << layer << " " << e.iteration << "/" << e.total << " recon "
+         << std::setprecision(4) << e.recon_loss << " round " << e.round_loss;
+    if (tty) {
+      std::cerr << "\r" << std::left << std::setw(70) << line.str() << std::flush;
+      if (e.iteration == e.total)
+        std::cerr << '\n';
+    } else {
+      std::cerr << "ptq calibrate: " << line.str() << '\n';
+    }
+  }
+};
+
+inline std::string db(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(1) << v << " dB";
+  return s.str();
+}
+
+inline std::string shortest(float v) {
+  return ptq::detail::python_repr(ptq::detail::toolkit_double(v));
+}
+
+struct row {
+  std::string layer, type, algos, bits, scale_d, offset_d, wscale;
+  double wsqnr = std::nan(""), asqnr = std::nan("");
+  bool enabled = true;
+};
+
+inline std::vector<row> table_rows(const ptq::calibration_session& s,
+                                   const std::vector<double>& asqnr) {
+  std::vector<row> rows;
+  for (std::size_t i = 0; i < s.layers().size(); ++i) {
+    const auto& l = s.layers()[i];
+    row r;
+    r.layer = l.desc.name;
+    r.type = std::string(ptq::to_string(l.desc.type));
+    r.enabled = l.plan.quant_enable;
+    if (!r.enabled) {
+      r.algos = "skipped";
+      rows.push_back(r);
+      continue;
+    }
+    const bool pool = l.desc.type == ptq::layer_type::avg_pool2d;
+    const auto walgo = l.plan.weight ? l.plan.weight->algo : ptq::weight_algo::arq;
+    r.algos = std::string(pool ? "-" : (walgo == ptq::weight_algo::arq ? "arq" : "ada")) + "/" +
+              std::string(ptq::to_string(l.plan.activation.algo)) +
+              (l.balance_factors.empty() ? "" : "+dmq");
+    r.bits = "w" + std::to_string(l.weight_params->bits) + "a" +
+             std::to_string(l.activation_params->bits);
+    r.scale_d = shortest(l.activation_params->scale);
+    r.offset_d = std::to_string(l.activation_params->offset);
+    const auto& sw = l.weight_params->scale;
+    const auto [lo, hi] = std::minmax_element(sw.begin(), sw.end());
+    r.wscale = sw.size() == 1 ? shortest(*lo) : shortest(*lo) + ".." + shortest(*hi);
+    r.wsqnr = pool ? std::nan("") : l.weight_sqnr_db;
+    r.asqnr = i < asqnr.size() ? asqnr[i] : std::nan("");
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+inline void print_table(const std::vector<row>& rows) {
+  std::cout << std::left << std::setw(12) << "layer" << std::setw(11) << "type" << std::setw(14)
+            << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d" << std::setw(9)
+            << "offset_d" << std::setw(28) << "weight scale" << std::setw(10) << "w SQNR"
+            << "a SQNR\n";
+  for (const auto& r : rows) {
+    std::cout << std::left << std::setw(12) << r.layer << std::setw(11) << r.type << std::setw(14)
+              << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d << std::setw(9)
+              << r.offset_d << std::setw(28) << r.wscale << std::setw(10)
+              << (std::isnan(r.wsqnr) ? "-" : db(r.wsqnr))
+              << (std::isnan(r.asqnr) ? "-" : db(r.asqnr)) << '\n';
+  }
+}
+
+inline nlohmann::ordered_json json_rows(const std::vector<row>& rows) {
+  auto num = [](double v) {
+    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+  };
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json j;
+    j["layer"] = r.layer;
+    j["type"] = r.type;
+    j["quant_enable"] = r.enabled;
+    if (r.enabled) {
+      j["algorithms"] = r.algos;
+      j["bits"] = r.bits;
+      j["scale_d"] = std::stod(r.scale_d);
+      j["offset_d"] = std::stoi(r.offset_d);
+      j["weight_scale"] = r.wscale;
+      j["weight_sqnr_db"] = num(r.wsqnr);
+      j["activation_sqnr_db"] = num(r.asqnr);
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+inline int report(const calibrate_args& a, const ptq::calibration_session& s,
+                  const std::vector<double>& asqnr, const double* fp32, const double* quant,
+                  double seconds) {
+  const auto rows = table_rows(s, asqnr);
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["layers"] = json_rows(rows);
+    if (fp32)
+      j["fp32_accuracy"] = *fp32;
+    if (quant)
+      j["quantized_accuracy"] = *quant;
+    j["ada_seed"] = a.seed;
+    j["outputs"] = {{"record", a.record},
+                    {"quant_config", a.quant_config},
+                    {"fake_quant_weights", a.fake_quant_weights}};
+    std::cout << j.dump(2) << '\n';
+    return ptq_cli::exit_ok;
+  }
+  print_table(rows);
+  if (fp32 && quant) {
+    std::cout << "\naccuracy on the test split: FP32 " << std::fixed << std::setprecision(2)
+              << *fp32 * 100.0 << " %, quantized " << *quant * 100.0 << " % (" << std::showpos
+              << (*quant - *fp32) * 100.0 << std::noshowpos << " points)\n";
+  }
+  std::cout << std::defaultfloat;
+  const bool any_ada = std::any_of(s.layers().begin(), s.layers().end(), [](const auto& l) {
+    return l.plan.quant_enable && l.plan.weight && l.plan.weight->algo == ptq::weight_algo::ada &&
+           ptq::supports_ada_round(l.desc.type);
+  });
+  if (any_ada)
+    std::cout << "AdaRound seed:      " << a.seed << '\n';
+  if (!a.record.empty())
+    std::cout << "record:             " << a.record << '\n';
+  if (!a.quant_config.empty())
+    std::cout << "quant config:       " << a.quant_config << '\n';
+  if (!a.fake_quant_weights.empty())
+    std::cout << "fake-quant weights: " << a.fake_quant_weights << '\n';
+  std::cout << "calibrated in " << std::setprecision(3) << seconds << " s\n";
+  return ptq_cli::exit_ok;
+}
+
+}  // namespace ptq_cli
