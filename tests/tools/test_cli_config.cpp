@@ -72,13 +72,14 @@ TEST_CASE("ptq check refuses a directory, a device and a file above the limit", 
   auto r = run("check /dev/zero");
   CHECK(r.code == 1);
   CHECK(r.err ==
-        "ptq check: error: CONFIG: '/dev/zero' is a character device; a regular file is needed [E1002]\n");
+        "ptq check: error: CONFIG: '/dev/zero' is a character device; a regular file is needed "
+        "[E1002]\n");
   CHECK(r.out.empty());
   const std::string dir = ptq_test::data_path("seeds");
   r = run("check " + dir);
   CHECK(r.code == 1);
-  CHECK(r.err ==
-        "ptq check: error: CONFIG: '" + dir + "' is a directory; a regular file is needed [E1002]\n");
+  CHECK(r.err == "ptq check: error: CONFIG: '" + dir +
+                     "' is a directory; a regular file is needed [E1002]\n");
   const std::string big = "ptq_cli_check_big.cfg";
   REQUIRE(std::system(("truncate -s 17M " + big).c_str()) == 0);
   r = run("check " + big);

@@ -40,43 +40,18 @@ struct calibrate_args {
 };
 
 // Progress on stderr: a bar when it is a terminal, plain lines otherwise, nothing when quiet.
-// The session reports a fusion step for every layer with a BatchNorm, fused or not; a layer the
-// config keeps unfused (do_fusion: false, skip_fusion_layers) is shown as "not fused".
+// The session reports a fusion step only for the layers it fuses (not those of
+// skip_fusion_layers or under do_fusion: false).
 struct progress_printer {
   bool quiet = false;
   bool tty = ::isatty(2) != 0;
-  bool do_fusion = true;
-  std::vector<std::string> skip_fusion_layers;
   mutable bool bar_open = false;  ///< a bar without its final newline is on the terminal
-
-  /// Takes the fusion settings of the config the session is created with.
-  void set_fusion(const ptq::amct_config& c) {
-    do_fusion = c.do_fusion.value_or(ptq::defaults::do_fusion);
-    skip_fusion_layers.clear();
-    for (const auto& l : c.skip_fusion_layers)
-      skip_fusion_layers.push_back(l.value);
-  }
-  [[nodiscard]] bool fused(std::string_view layer) const {
-    return do_fusion && std::find(skip_fusion_layers.begin(), skip_fusion_layers.end(), layer) ==
-                            skip_fusion_layers.end();
-  }
 
   void operator()(const ptq::progress_event& e) const {
     if (quiet || e.total == 0)
       return;
     static const char* const names[] = {"fusion", "dmq", "weights", "activations", "done"};
     const char* phase = names[static_cast<int>(e.phase)];
-    const bool not_fused = e.phase == ptq::session_phase::fusion && !fused(e.layer);
-    if (not_fused) {
-      if (!tty) {
-        std::cerr << "ptq calibrate: " << e.layer << " not fused (skip_fusion_layers or "
-                  << "do_fusion: false)\n";
-      } else if (e.done == e.total && bar_open) {
-        std::cerr << '\n';
-        bar_open = false;
-      }
-      return;
-    }
     if (tty) {
       const std::size_t width = 24;
       const std::size_t filled = width * e.done / e.total;

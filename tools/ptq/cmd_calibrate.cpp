@@ -25,10 +25,10 @@
 #include "outputs.hpp"
 #include "ptq/config.hpp"
 #include "ptq/config_json.hpp"
-#include "ptq/session/manifest.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/calibrate_files.hpp"
 #include "ptq/session/export.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace fs = std::filesystem;
@@ -187,7 +187,6 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
   if (!cfg)
     return ptq_cli::exit_error;
-  progress.set_fusion(cfg->parsed.value());
   opt.on_progress = progress;
   output_folder folder;
   if (a.record.empty() && a.quant_config.empty() && a.fake_quant_weights.empty()) {
@@ -262,7 +261,6 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
   if (!cfg)
     return ptq_cli::exit_error;
-  progress.set_fusion(cfg->parsed.value());
   opt.on_progress = progress;
   auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
   if (!weights)
