@@ -19,8 +19,8 @@
 
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/manifest.hpp"
 #include "ptq/session/calibrate_files.hpp"
+#include "ptq/session/manifest.hpp"
 #include "ptq/session/session.hpp"
 
 namespace ptq_cli {
@@ -130,9 +130,8 @@ inline std::array<std::size_t, 2> pair_of(const std::vector<std::size_t>& v, std
 }  // namespace detail
 
 /// One layer with the given description (weights, BatchNorm, activation).
-inline ptq::result<batch_tensor> run_layer(const ptq::manifest_layer& m,
-                                           const ptq::layer_desc& d, const batch_tensor& x,
-                                           unsigned threads) {
+inline ptq::result<batch_tensor> run_layer(const ptq::manifest_layer& m, const ptq::layer_desc& d,
+                                           const batch_tensor& x, unsigned threads) {
   batch_tensor y;
   if (d.type == ptq::layer_type::avg_pool2d) {
     const auto k = detail::pair_of(m.kernel_size, 2);

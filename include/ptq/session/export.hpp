@@ -34,8 +34,9 @@ struct exported_tensor {
 /// from (same order). Errors: a layer count that does not match, or a tensor of the weights
 /// file that cannot be read.
 template <class Weights>
-[[nodiscard]] result<std::vector<exported_tensor>> fake_quant_weights(
-    const calibration_session& s, const model_manifest& model, const Weights& weights) {
+[[nodiscard]] result<std::vector<exported_tensor>> fake_quant_weights(const calibration_session& s,
+                                                                      const model_manifest& model,
+                                                                      const Weights& weights) {
   if (model.layers.size() != s.layers().size()) {
     return make_error(errc::session_call_invalid, "fake_quant_weights: the manifest has " +
                                                       std::to_string(model.layers.size()) +
