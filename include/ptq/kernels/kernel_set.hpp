@@ -11,9 +11,11 @@
 //   ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "ptq/core/abi.hpp"
@@ -24,6 +26,7 @@
 #include "ptq/kernels/minmax.hpp"
 #include "ptq/kernels/mse.hpp"
 #include "ptq/kernels/quantize.hpp"
+#include "ptq/kernels/thread_pool.hpp"
 #include "ptq/kernels/topk.hpp"
 
 namespace ptq {
@@ -134,8 +137,9 @@ template <class ArchList>
 }
 
 /// Runs fn(block) for block in [0, nblocks) on up to `threads` threads (0 = hardware
-/// concurrency). Blocks are independent; callers combine per-block results in block order, so
-/// the outcome does not depend on the thread count.
+/// concurrency), on the process's persistent pool (thread_pool.hpp). Blocks are independent and
+/// statically assigned (thread t runs blocks t, t + nt, ...); callers combine per-block results
+/// in block order, so the outcome does not depend on the thread count.
 template <class Fn>
 void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
   if (threads == 0)
@@ -145,20 +149,19 @@ void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
       fn(b);
     return;
   }
-  const std::size_t nt = std::min<std::size_t>(threads, nblocks);
-  std::vector<std::thread> pool;
-  pool.reserve(nt - 1);
-  // Static round-robin assignment: thread t runs blocks t, t + nt, ...
-  for (std::size_t t = 1; t < nt; ++t) {
-    pool.emplace_back([&fn, t, nt, nblocks]() {
-      for (std::size_t b = t; b < nblocks; b += nt)
-        fn(b);
-    });
-  }
-  for (std::size_t b = 0; b < nblocks; b += nt)
-    fn(b);
-  for (auto& th : pool)
-    th.join();
+  struct shares {
+    std::remove_reference_t<Fn>* fn;
+    std::size_t nt;
+    std::size_t nblocks;
+  } work{&fn, std::min<std::size_t>(threads, nblocks), nblocks};
+  detail::thread_pool::instance().run(
+      work.nt,
+      [](void* context, std::size_t t) {
+        const auto& w = *static_cast<const shares*>(context);
+        for (std::size_t b = t; b < w.nblocks; b += w.nt)
+          (*w.fn)(b);
+      },
+      &work);
 }
 
 }  // namespace kernels

@@ -1,0 +1,138 @@
+// A persistent pool of worker threads behind kernels::parallel_blocks.
+//
+// Why: starting and joining std::threads on every call costs tens of microseconds per thread,
+// more than a small layer's whole kernel, so parallel_blocks used to be worth it only for large
+// tensors. The pool starts its workers once (lazily, growing to the largest count asked for) and
+// parks them on a condition variable between calls.
+//
+// Determinism does not depend on the pool: parallel_blocks hands thread t the blocks t, t + nt, ...
+// (a static assignment), and its callers combine per-block results in block order, so which
+// thread runs a block never changes a bit. The pool only decides how fast.
+//
+// Calls from inside a running task (nested parallelism) and calls from a second user thread
+// while the pool is busy run on the calling thread alone, which gives the same results; the pool
+// never blocks one caller behind another's work.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ptq/core/abi.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+namespace kernels {
+namespace detail {
+
+class thread_pool {
+ public:
+  using task_fn = void (*)(void* context, std::size_t thread_index);
+
+  thread_pool() = default;
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+  ~thread_pool() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& worker : workers_)
+      worker.join();
+  }
+
+  /// The process-wide pool (one per ABI namespace; started on first use).
+  [[nodiscard]] static thread_pool& instance() {
+    static thread_pool pool;
+    return pool;
+  }
+
+  /// Runs task(context, t) for t in [0, nt): t = 0 on the calling thread, the others on workers.
+  /// Returns when every t has finished. Runs them all on the caller when the pool is busy or the
+  /// caller is itself inside a task.
+  void run(std::size_t nt, task_fn task, void* context) {
+    if (nt <= 1 || in_task() || !run_mutex_.try_lock()) {
+      for (std::size_t t = 0; t < nt; ++t)
+        task(context, t);
+      return;
+    }
+    const std::lock_guard<std::mutex> run_lock(run_mutex_, std::adopt_lock);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (workers_.size() < nt - 1) {
+        const std::size_t index = workers_.size() + 1;
+        workers_.emplace_back([this, index] { work(index); });
+      }
+      task_ = task;
+      context_ = context;
+      active_ = nt;
+      pending_ = nt - 1;
+      ++generation_;
+    }
+    work_cv_.notify_all();
+    // Waits for the workers even if the caller's share unwinds: they use `context`, which
+    // lives in the caller's frame.
+    const wait_for_workers wait{*this};
+    task(context, 0);
+  }
+
+ private:
+  struct wait_for_workers {
+    thread_pool& pool;
+    explicit wait_for_workers(thread_pool& p) noexcept : pool(p) { in_task() = true; }
+    wait_for_workers(const wait_for_workers&) = delete;
+    wait_for_workers& operator=(const wait_for_workers&) = delete;
+    ~wait_for_workers() {
+      in_task() = false;
+      std::unique_lock<std::mutex> lock(pool.mutex_);
+      pool.done_cv_.wait(lock, [this] { return pool.pending_ == 0; });
+    }
+  };
+
+  [[nodiscard]] static bool& in_task() noexcept {
+    thread_local bool inside = false;
+    return inside;
+  }
+
+  void work(std::size_t index) {
+    in_task() = true;
+    std::uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_)
+        return;
+      seen = generation_;
+      if (index >= active_)
+        continue;  // this call needs fewer threads
+      const task_fn task = task_;
+      void* const context = context_;
+      lock.unlock();
+      task(context, index);
+      lock.lock();
+      if (--pending_ == 0)
+        done_cv_.notify_one();
+    }
+  }
+
+  std::mutex run_mutex_;  // one call at a time owns the workers
+  std::mutex mutex_;      // guards everything below
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::thread> workers_;
+  task_fn task_ = nullptr;
+  void* context_ = nullptr;
+  std::size_t active_ = 0;
+  std::size_t pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace detail
+}  // namespace kernels
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -1,0 +1,96 @@
+// parallel_blocks on the persistent pool: every block runs exactly once, on the thread the static
+// assignment names, with the same workers from call to call; nested calls and calls from two user
+// threads at once complete with the same results.
+#include <atomic>
+#include <cstddef>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace {
+
+using ptq::kernels::parallel_blocks;
+
+/// The id of the thread that ran each block.
+std::vector<std::thread::id> block_threads(std::size_t nblocks, unsigned threads) {
+  std::vector<std::thread::id> who(nblocks);
+  std::vector<std::atomic<int>> runs(nblocks);
+  parallel_blocks(nblocks, threads, [&](std::size_t b) {
+    who[b] = std::this_thread::get_id();
+    runs[b].fetch_add(1);
+  });
+  for (std::size_t b = 0; b < nblocks; ++b)
+    REQUIRE(runs[b].load() == 1);
+  return who;
+}
+
+}  // namespace
+
+TEST_CASE("parallel_blocks runs each block once on its statically assigned thread", "[pool]") {
+  for (const std::size_t nblocks : {0u, 1u, 2u, 3u, 7u, 100u}) {
+    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+      CAPTURE(nblocks, threads);
+      const auto who = block_threads(nblocks, threads);
+      const std::size_t nt = std::min<std::size_t>(threads, nblocks);
+      for (std::size_t b = 0; b < nblocks; ++b) {
+        // Thread t runs blocks t, t + nt, ...; t = 0 is the caller.
+        REQUIRE(who[b] == who[b % nt]);
+        if (b % nt == 0)
+          REQUIRE(who[b] == std::this_thread::get_id());
+      }
+      std::set<std::thread::id> distinct(who.begin(), who.end());
+      REQUIRE(distinct.size() == nt);
+    }
+  }
+}
+
+TEST_CASE("parallel_blocks reuses the same worker threads on every call", "[pool]") {
+  const auto first = block_threads(4, 4);
+  const auto second = block_threads(4, 4);
+  REQUIRE(first == second);
+  const auto fewer = block_threads(2, 2);
+  REQUIRE(fewer[1] == first[1]);
+}
+
+TEST_CASE("a parallel_blocks inside a block runs on that block's thread", "[pool]") {
+  std::vector<std::atomic<int>> runs(6 * 5);
+  std::atomic<int> foreign{0};
+  parallel_blocks(6, 3, [&](std::size_t outer) {
+    const auto self = std::this_thread::get_id();
+    parallel_blocks(5, 3, [&](std::size_t inner) {
+      if (std::this_thread::get_id() != self)
+        foreign.fetch_add(1);
+      runs[outer * 5 + inner].fetch_add(1);
+    });
+  });
+  REQUIRE(foreign.load() == 0);
+  for (const auto& r : runs)
+    REQUIRE(r.load() == 1);
+}
+
+TEST_CASE("parallel_blocks from two user threads at once gives every call its blocks", "[pool]") {
+  constexpr std::size_t calls = 300, nblocks = 13;
+  auto caller = [&](std::vector<std::size_t>& sums) {
+    for (std::size_t c = 0; c < calls; ++c) {
+      std::vector<std::size_t> out(nblocks);
+      parallel_blocks(nblocks, 2, [&](std::size_t b) { out[b] = c * nblocks + b; });
+      std::size_t s = 0;
+      for (const auto v : out)
+        s += v;
+      sums.push_back(s);
+    }
+  };
+  std::vector<std::size_t> a, b;
+  std::thread ta(caller, std::ref(a));
+  std::thread tb(caller, std::ref(b));
+  ta.join();
+  tb.join();
+  REQUIRE(a.size() == calls);
+  REQUIRE(a == b);
+  for (std::size_t c = 0; c < calls; ++c)
+    REQUIRE(a[c] == c * nblocks * nblocks + nblocks * (nblocks - 1) / 2);
+}
