@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!r.ok())
     return 0;
   for (const auto& e : r->entries) {
-    if (e.begin > e.end || e.end > r->data.size())
+    if (e.begin > e.end || e.end > r->data().size())
       ptq_fuzz::invariant_failed();
     const auto t = r->get(e.name);
     ptq_fuzz::check_result(t);

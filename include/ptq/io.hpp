@@ -5,4 +5,5 @@
 
 #include "ptq/io/atomic_file.hpp"
 #include "ptq/io/npy.hpp"
+#include "ptq/io/npy_map.hpp"
 #include "ptq/io/safetensors.hpp"

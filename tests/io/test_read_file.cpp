@@ -1,5 +1,6 @@
-// Bounded reading (ptq/core/read_file.hpp) and the readers built on it: non-regular files,
-// files above the limit (refused before reading), empty and missing files, each an exact error.
+// Bounded reading (ptq/core/read_file.hpp), mapping (ptq/core/mapped_file.hpp) and the readers
+// built on them: non-regular files, files above the limit (refused before reading), empty and
+// missing files, each an exact error; a mapped .npy gives read_npy's values, without a copy.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -13,8 +14,10 @@
 #include <string>
 
 #include "ptq/config.hpp"
+#include "ptq/core/mapped_file.hpp"
 #include "ptq/core/read_file.hpp"
 #include "ptq/io/npy.hpp"
+#include "ptq/io/npy_map.hpp"
 #include "ptq/io/safetensors.hpp"
 
 namespace {
@@ -38,7 +41,8 @@ struct scratch {
   }
 };
 
-void check_error(const ptq::result<std::string>& r, ptq::errc code, const std::string& message) {
+template <class T>
+void check_error(const ptq::result<T>& r, ptq::errc code, const std::string& message) {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == code);
   CHECK(r.error().message == message);
@@ -117,4 +121,94 @@ TEST_CASE("readers on an empty, a missing and a non-regular file", "[io][read_fi
         "cannot open '" + s.dir + "/none.npy': No such file or directory");
   // The config's text limit is the lexer's input limit.
   CHECK(ptq::default_text_file_limit == ptq::text_limits{}.max_input_bytes);
+}
+
+TEST_CASE("map_file: the bytes of a regular file, and read_file's errors", "[io][read_file]") {
+  const scratch s;
+  std::string big(300000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>(i * 7 + i / 251);
+  auto m = ptq::map_file(s.file("big.bin", big), big.size());
+  REQUIRE(m.ok());
+  CHECK(m.value().is_mapped());
+  CHECK(m.value().bytes() == big);
+  const ptq::mapped_file moved = std::move(m).value();
+  CHECK(moved.is_mapped());
+  CHECK(moved.bytes() == big);
+  const auto empty = ptq::map_file(s.file("empty.bin", ""), 10);
+  REQUIRE(empty.ok());
+  CHECK(empty.value().size() == 0);
+  check_error(ptq::map_file(s.file("eleven.bin", "01234567890"), 10), ptq::errc::file_too_large,
+              "'" + s.dir + "/eleven.bin' is 11 bytes; the limit is 10 bytes");
+  check_error(ptq::map_file(s.dir, 100), ptq::errc::not_a_file,
+              "'" + s.dir + "' is a directory; a regular file is needed");
+  check_error(ptq::map_file("/dev/zero", 100), ptq::errc::not_a_file,
+              "'/dev/zero' is a character device; a regular file is needed");
+  const std::string fifo = s.dir + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  check_error(ptq::map_file(fifo, 100), ptq::errc::not_a_file,
+              "'" + fifo + "' is a FIFO; a regular file is needed");
+  check_error(ptq::map_file(s.dir + "/missing.npy", 100), ptq::errc::file_open_failed,
+              "cannot open '" + s.dir + "/missing.npy': No such file or directory");
+}
+
+TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data converted",
+          "[io][npy]") {
+  const scratch s;
+  std::vector<float> values(1000);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i) * 0.37f - 100.0f;
+  const std::vector<std::size_t> shape{10, 100};
+  const std::string f32 = s.file("a.npy", ptq::io::format_npy(values.data(), shape));
+  const auto mapped = ptq::io::map_npy(f32);
+  REQUIRE(mapped.ok());
+  CHECK(mapped.value().zero_copy());
+  CHECK(mapped.value().shape == shape);
+  CHECK(mapped.value().descr == "<f4");
+  REQUIRE(mapped.value().size() == values.size());
+  CHECK(std::vector<float>(mapped.value().data(), mapped.value().data() + 1000) == values);
+
+  // float16 (1, -2, the smallest subnormal, 65504): converted, as read_npy converts it.
+  const std::uint16_t h[] = {0x3C00, 0xC000, 0x0001, 0x7BFF};
+  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }";
+  dict.append(128 - 10 - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string f16("\x93NUMPY\x01\x00", 8);
+  f16 += static_cast<char>(dict.size());
+  f16 += '\0';
+  f16 += dict;
+  f16.append(reinterpret_cast<const char*>(h), sizeof h);
+  const std::string half = s.file("h.npy", f16);
+  const auto mh = ptq::io::map_npy(half);
+  REQUIRE(mh.ok());
+  CHECK_FALSE(mh.value().zero_copy());
+  const auto rh = ptq::io::read_npy(half);
+  REQUIRE(rh.ok());
+  CHECK(std::vector<float>(mh.value().data(), mh.value().data() + 4) == rh.value().data);
+
+  // A header of odd length puts float32 data at an unaligned offset: copied, same values.
+  std::string odd = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }  \n";
+  std::string f32u("\x93NUMPY\x01\x00", 8);
+  f32u += static_cast<char>(odd.size());
+  f32u += '\0';
+  f32u += odd;
+  REQUIRE(f32u.size() % 4 != 0);
+  const float three[] = {1.5f, -2.25f, 3.0f};
+  f32u.append(reinterpret_cast<const char*>(three), sizeof three);
+  const auto mu = ptq::io::map_npy(s.file("u.npy", f32u));
+  REQUIRE(mu.ok());
+  CHECK_FALSE(mu.value().zero_copy());
+  CHECK(std::vector<float>(mu.value().data(), mu.value().data() + 3) ==
+        std::vector<float>{1.5f, -2.25f, 3.0f});
+
+  // Errors are read_npy's, message for message.
+  for (const std::string& bad :
+       {s.file("empty.npy", ""), s.file("t.npy", f32u.substr(0, 70)), s.dir, s.dir + "/none.npy"}) {
+    const auto a = ptq::io::map_npy(bad);
+    const auto b = ptq::io::read_npy(bad);
+    REQUIRE_FALSE(a.ok());
+    REQUIRE_FALSE(b.ok());
+    CHECK(a.error().code == b.error().code);
+    CHECK(a.error().message == b.error().message);
+  }
 }

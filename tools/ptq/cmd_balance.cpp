@@ -28,8 +28,8 @@ int run_balance(const balance_options& o) {
   auto w = ptq_cli::load_tensor(o.weight, cmd);
   if (!w)
     return ptq_cli::exit_error;
-  const ptq::tensor_ref act{a->data.data(), a->shape, o.act};
-  const ptq::tensor_ref wt{w->data.data(), w->shape, o.weight};
+  const ptq::tensor_ref act{a->data(), a->shape, o.act};
+  const ptq::tensor_ref wt{w->data(), w->shape, o.weight};
   auto f = ptq::dmq_factors(act, wt, *op, o.groups, ptq::dmq_settings{o.alpha},
                             ptq_cli::numeric_kernels());
   if (!f)

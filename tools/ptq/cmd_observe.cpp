@@ -41,7 +41,7 @@ int run_observe(const observe_options& o) {
     auto t = ptq_cli::load_tensor(path, cmd);
     if (!t)
       return ptq_cli::exit_error;
-    auto st = obs.observe(t->data.data(), t->data.size());
+    auto st = obs.observe(t->data(), t->size());
     if (!st)
       return ptq_cli::numeric_fail(cmd, path + ": " + st.error().message);
   }

@@ -33,12 +33,12 @@ int run_weights(const weights_options& o) {
   s.bits = o.bits;
   // The type's default (CHANNEL_WISE_TYPES, spec §3): per channel except Linear.
   s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_type::linear);
-  const ptq::tensor_ref w{t->data.data(), t->shape, o.weight};
+  const ptq::tensor_ref w{t->data(), t->shape, o.weight};
   auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
   if (!r)
     return ptq_cli::numeric_fail(cmd, r.error().message);
   if (!o.fake_quant_out.empty()) {
-    std::vector<float> fq = t->data;
+    std::vector<float> fq(t->data(), t->data() + t->size());
     auto st = ptq::arq_fake_quantize(fq.data(), t->shape, *op, o.groups, r.value(),
                                      ptq_cli::numeric_kernels());
     if (!st)

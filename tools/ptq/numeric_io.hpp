@@ -11,7 +11,7 @@
 #include "input_files.hpp"
 #include "ptq/algorithms.hpp"
 #include "ptq/detail/float_format.hpp"
-#include "ptq/io/npy.hpp"
+#include "ptq/io/npy_map.hpp"
 
 // The AVX2 and AVX-512 kernel sets are compiled in kernels_avx2.cpp / kernels_avx512.cpp.
 PTQ_KERNELS_EXTERN_AVX2
@@ -31,14 +31,15 @@ inline int numeric_fail(const std::string& command, const std::string& message) 
   return exit_error;
 }
 
-/// Reads a .npy file; prints the error and returns nothing on failure.
-[[nodiscard]] inline std::optional<ptq::io::npy_array> load_tensor(const std::string& path,
-                                                                   const std::string& command) {
+/// Maps a .npy file (its float32 data is used in place); prints the error and returns nothing
+/// on failure.
+[[nodiscard]] inline std::optional<ptq::io::npy_view> load_tensor(const std::string& path,
+                                                                  const std::string& command) {
   if (auto st = check_tensor_file(path, "tensor"); !st) {
     numeric_fail(command, st.error().message);
     return std::nullopt;
   }
-  auto r = ptq::io::read_npy(path);
+  auto r = ptq::io::map_npy(path);
   if (!r) {
     numeric_fail(command, r.error().message);
     return std::nullopt;

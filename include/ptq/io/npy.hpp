@@ -124,11 +124,36 @@ struct header_parser {
   return make_error(c, std::string(name) + ": " + std::string(what));
 }
 
+/// Converts `count` values of `item` bytes (4: float32, 2: float16) at `src` into float32.
+inline void npy_to_float(const char* src, std::size_t item, std::size_t count,
+                         float* out) noexcept {
+  if (item == 4) {
+    if (count)
+      std::memcpy(out, src, count * 4);
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint16_t h = 0;
+    std::memcpy(&h, src + 2 * i, 2);
+    out[i] = half_to_float(h);
+  }
+}
+
 }  // namespace detail
 
-/// Parses the bytes of a .npy file. `name` labels error messages (usually the path).
-[[nodiscard]] inline result<npy_array> parse_npy(std::string_view bytes,
-                                                 std::string_view name = "npy") {
+/// What a .npy header says, checked against the file's size.
+struct npy_header {
+  std::vector<std::size_t> shape;
+  std::string descr;            ///< e.g. "<f4" or "<f2"
+  std::size_t item = 0;         ///< bytes per value: 4 or 2
+  std::size_t data_offset = 0;  ///< where the values start
+  std::size_t count = 0;        ///< number of values (product of shape)
+};
+
+/// Parses and checks the header of a .npy file and that the data after it has exactly the
+/// header's size. `name` labels error messages (usually the path).
+[[nodiscard]] inline result<npy_header> parse_npy_header(std::string_view bytes,
+                                                         std::string_view name = "npy") {
   const auto err = detail::npy_err;
   static constexpr char magic[] = "\x93NUMPY";
   if (bytes.size() < 8 || bytes.substr(0, 6) != std::string_view(magic, 6)) {
@@ -232,21 +257,28 @@ struct header_parser {
     return err(errc::trailing_data, name,
                std::to_string(have - n * item) + " bytes after the array data");
   }
-  npy_array out;
+  npy_header out;
   out.shape = std::move(shape);
-  out.descr = descr;
-  out.data.resize(n);
-  const char* src = bytes.data() + pos;
-  if (item == 4) {
-    if (n)
-      std::memcpy(out.data.data(), src, n * 4);
-  } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, src + 2 * i, 2);
-      out.data[i] = half_to_float(h);
-    }
-  }
+  out.descr = std::move(descr);
+  out.item = item;
+  out.data_offset = pos;
+  out.count = n;
+  return out;
+}
+
+/// Parses the bytes of a .npy file into float32 values (a copy; io/npy_map.hpp has none).
+/// `name` labels error messages (usually the path).
+[[nodiscard]] inline result<npy_array> parse_npy(std::string_view bytes,
+                                                 std::string_view name = "npy") {
+  auto header = parse_npy_header(bytes, name);
+  if (!header)
+    return header.error();
+  npy_header& h = header.value();
+  npy_array out;
+  out.shape = std::move(h.shape);
+  out.descr = std::move(h.descr);
+  out.data.resize(h.count);
+  detail::npy_to_float(bytes.data() + h.data_offset, h.item, h.count, out.data.data());
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/error.hpp"
+#include "ptq/core/mapped_file.hpp"
 #include "ptq/core/read_file.hpp"
 #include "ptq/io/atomic_file.hpp"
 
@@ -44,11 +45,16 @@ struct float_tensor {
   std::vector<float> data;
 };
 
-/// A parsed safetensors file: entries in data order, the data section, the metadata.
+/// A parsed safetensors file: entries in data order, the metadata, and the file's bytes
+/// (mapped by read_safetensors, so a file is in memory once, in the page cache). Move-only.
 struct safetensors_file {
   std::vector<safetensors_entry> entries;
   std::vector<std::pair<std::string, std::string>> metadata;
-  std::string data;
+  mapped_file bytes;            ///< the whole file
+  std::size_t data_offset = 0;  ///< where the data section starts in `bytes`
+
+  /// The data section; entries' begin/end are offsets into it.
+  [[nodiscard]] std::string_view data() const noexcept { return bytes.bytes().substr(data_offset); }
 
   [[nodiscard]] const safetensors_entry* find(std::string_view name) const noexcept {
     for (const auto& e : entries) {
@@ -113,7 +119,7 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
   const std::size_t n = e->numel();
   float_tensor out;
   out.shape = e->shape;
-  const char* src = data.data() + e->begin;
+  const char* src = data().data() + e->begin;
   if (e->dtype == "F32") {
     out.data.resize(n);
     if (n)
@@ -149,8 +155,9 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
 /// is a JSON object, every entry has a known dtype, a shape and data offsets inside the data
 /// section, the byte size matches dtype x shape, and no two tensors overlap. `name` (usually the
 /// path) starts every error message when it is given.
-[[nodiscard]] inline result<safetensors_file> parse_safetensors(std::string bytes,
+[[nodiscard]] inline result<safetensors_file> parse_safetensors(mapped_file file,
                                                                 std::string_view name = {}) {
+  const std::string_view bytes = file.bytes();
   const auto fail = [&](errc code, const std::string& what) {
     return make_error(code, name.empty() ? what : std::string(name) + ": " + what);
   };
@@ -171,8 +178,8 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
   if (j.is_discarded() || !j.is_object())
     return fail(errc::bad_header, "header is not a JSON object");
   safetensors_file out;
-  out.data = bytes.substr(8 + static_cast<std::size_t>(n));
-  const std::size_t data_size = out.data.size();
+  out.data_offset = 8 + static_cast<std::size_t>(n);
+  const std::size_t data_size = bytes.size() - out.data_offset;
   for (const auto& [key, v] : j.items()) {
     if (key == "__metadata__") {
       if (!v.is_object())
@@ -238,17 +245,24 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
                                          out.entries[i].name + "' overlap in the data section");
     }
   }
+  out.bytes = std::move(file);
   return out;
 }
 
-/// Reads and parses a safetensors file; every error names the path. Files above `max_bytes` and
-/// non-regular files are refused (read_file).
+/// Parses a safetensors file whose bytes are in memory (they are moved into the result).
+[[nodiscard]] inline result<safetensors_file> parse_safetensors(std::string bytes,
+                                                                std::string_view name = {}) {
+  return parse_safetensors(mapped_file{std::move(bytes)}, name);
+}
+
+/// Maps and parses a safetensors file; every error names the path. Files above `max_bytes` and
+/// non-regular files are refused (map_file, with read_file's checks and messages).
 [[nodiscard]] inline result<safetensors_file> read_safetensors(
     const std::string& path, std::uint64_t max_bytes = default_tensor_file_limit) {
-  auto bytes = read_file(path, max_bytes);
-  if (!bytes)
-    return bytes.error();
-  return parse_safetensors(std::move(bytes).value(), path);
+  auto file = map_file(path, max_bytes);
+  if (!file)
+    return file.error();
+  return parse_safetensors(std::move(file).value(), path);
 }
 
 /// A tensor to write: name, shape and float32 values (C order).
