@@ -45,19 +45,21 @@ def best_of(repeat, argv, stdout=subprocess.DEVNULL):
 def bench_seconds(binary, names):
     """Sum of the best real_time (seconds) of the named Google Benchmark runs, and the kernel
     arch they ran on (their label)."""
-    filt = "^(" + "|".join(n.replace("/", "\\/") for n in names) + ")$"
+    filt = "^(" + "|".join(names) + ")(/manual_time)?$"
     out = subprocess.run([binary, "--benchmark_filter=" + filt, "--benchmark_format=json",
                           "--benchmark_repetitions=3"], capture_output=True, text=True, check=True)
     runs = json.loads(out.stdout)["benchmarks"]
     total, arch = 0.0, ""
     for name in names:
         times = [r["real_time"] for r in runs
-                 if r["run_name"] == name and r.get("run_type") == "iteration"]
+                 if r["run_name"] in (name, name + "/manual_time")
+                 and r.get("run_type") == "iteration"]
         if not times:
             sys.exit(f"whole_process.py: benchmark {name} did not run in {binary}")
         unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[runs[0]["time_unit"]]
         total += min(times) * unit
-        arch = next((r.get("label", "") for r in runs if r["run_name"] == name), "") or arch
+        arch = next((r.get("label", "") for r in runs
+                     if r["run_name"] in (name, name + "/manual_time")), "") or arch
     return total, arch
 
 
