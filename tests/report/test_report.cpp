@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,7 +51,7 @@ const digits::digits_data& data() {
   return d;
 }
 
-digits::pipeline_result calibrate(const std::string& config_file, bool keep_stats) {
+digits::pipeline_result compute(const std::string& config_file, bool keep_stats) {
   const std::string text = ptq::value_or_throw(
       ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
   const auto c = ptq::try_parse_config(text);
@@ -61,6 +63,17 @@ digits::pipeline_result calibrate(const std::string& config_file, bool keep_stat
   INFO(r.error);
   REQUIRE(r.error.empty());
   return r;
+}
+
+// Each (config, keep_stats) pipeline runs once per test process (the sanitizer stage runs this
+// suite too).
+const digits::pipeline_result& calibrate(const std::string& config_file, bool keep_stats) {
+  static std::map<std::pair<std::string, bool>, digits::pipeline_result> cache;
+  const auto key = std::make_pair(config_file, keep_stats);
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, compute(config_file, keep_stats)).first;
+  return it->second;
 }
 
 }  // namespace
@@ -158,8 +171,8 @@ TEST_CASE("keeping search statistics changes no scale: the records are byte-iden
           "[report][digits]") {
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
     INFO(cfg);
-    const auto with = calibrate(cfg, true);
-    const auto without = calibrate(cfg, false);
+    const auto& with = calibrate(cfg, true);
+    const auto& without = calibrate(cfg, false);
     CHECK(ptq::write_record(with.record) == ptq::write_record(without.record));
     CHECK(with.quant_accuracy == without.quant_accuracy);
     for (const auto& l : without.session->layers())
@@ -170,7 +183,7 @@ TEST_CASE("keeping search statistics changes no scale: the records are byte-iden
 }
 
 TEST_CASE("a report of the digits model: values from the session, JSON and HTML", "[report]") {
-  const auto r = calibrate("quant.cfg", true);
+  const auto& r = calibrate("quant.cfg", true);
   ptq::report_summary sum;
   sum.model = "digits";
   sum.config_path = "quant.cfg";
@@ -258,8 +271,8 @@ TEST_CASE("sensitivity: ranked worst first; the skip_layers line parses", "[repo
 
 TEST_CASE("report errors: E1301 before the end, E1302 without statistics, E1303 bad input",
           "[report]") {
-  const auto with = calibrate("quant_hfmg.cfg", true);
-  const auto without = calibrate("quant_hfmg.cfg", false);
+  const auto& with = calibrate("quant_hfmg.cfg", true);
+  const auto& without = calibrate("quant_hfmg.cfg", false);
   const auto e2 = ptq::make_report(*without.session, {}, {});
   REQUIRE_FALSE(e2);
   CHECK(e2.error().code == ptq::errc::report_stats_missing);

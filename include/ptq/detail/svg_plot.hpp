@@ -96,7 +96,7 @@ struct plot_spec {
 };
 
 inline constexpr double plot_w = 440.0, plot_h = 210.0;
-inline constexpr double plot_l = 66.0, plot_r = 12.0, plot_t = 24.0, plot_b = 38.0;
+inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38.0;
 
 [[nodiscard]] inline std::string svg_plot(const plot_spec& p) {
   const double iw = plot_w - plot_l - plot_r, ih = plot_h - plot_t - plot_b;

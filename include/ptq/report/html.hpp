@@ -1,5 +1,5 @@
 // The calibration report as one self-contained HTML page (`ptq calibrate --report`): inline CSS,
-// inline SVG charts and a 20-line inline script that sorts the tables; no network, no external
+// inline SVG charts and a 15-line inline script that sorts the tables; no network, no external
 // file, no `http` anywhere in the page. Sections: the summary (model, config, algorithms,
 // accuracy), the per-layer table of `ptq calibrate`'s stdout (sortable), the sensitivity
 // ranking with a `skip_layers` line to paste, then one section per layer with its activation
