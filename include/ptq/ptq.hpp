@@ -5,6 +5,7 @@
 //   ptq/session.hpp      the calibration session and the record file
 //   ptq/record_json.hpp  + the record as JSON (nlohmann_json)
 //   ptq/manifest.hpp     + the model manifest (nlohmann_json)
+//   ptq/report.hpp       + the calibration report: HTML page and JSON (nlohmann_json)
 //   ptq/io.hpp           .npy, safetensors, atomic writes
 #pragma once
 
@@ -16,5 +17,6 @@
 #include "ptq/kernels.hpp"
 #include "ptq/manifest.hpp"
 #include "ptq/record_json.hpp"
+#include "ptq/report.hpp"
 #include "ptq/session.hpp"
 #include "ptq/version.hpp"

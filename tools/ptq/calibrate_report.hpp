@@ -33,6 +33,8 @@ struct calibrate_args {
   std::string quant_config;
   std::string fake_quant_weights;
   std::string ada_data;
+  std::string report;       ///< --report: the HTML page
+  std::string report_json;  ///< --report-json
   std::uint64_t seed = 0;
   unsigned threads = 0;
   bool json = false;
@@ -185,6 +187,10 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
     j["outputs"] = {{"record", a.record},
                     {"quant_config", a.quant_config},
                     {"fake_quant_weights", a.fake_quant_weights}};
+    if (!a.report.empty())
+      j["outputs"]["report"] = a.report;
+    if (!a.report_json.empty())
+      j["outputs"]["report_json"] = a.report_json;
     std::cout << j.dump(2) << '\n';
     return ptq_cli::exit_ok;
   }
@@ -207,6 +213,10 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
     std::cout << "quant config:       " << a.quant_config << '\n';
   if (!a.fake_quant_weights.empty())
     std::cout << "fake-quant weights: " << a.fake_quant_weights << '\n';
+  if (!a.report.empty())
+    std::cout << "report:             " << a.report << '\n';
+  if (!a.report_json.empty())
+    std::cout << "report JSON:        " << a.report_json << '\n';
   std::cout << "calibrated in " << std::setprecision(3) << seconds << " s\n";
   return ptq_cli::exit_ok;
 }

@@ -30,6 +30,7 @@
 #include "ptq/session/export.hpp"
 #include "ptq/session/manifest.hpp"
 #include "ptq/session/record.hpp"
+#include "report_outputs.hpp"
 
 namespace fs = std::filesystem;
 
@@ -65,14 +66,21 @@ std::vector<named_path> outputs_of(const calibrate_args& a) {
     out.push_back({"--quant-config", a.quant_config});
   if (!a.fake_quant_weights.empty())
     out.push_back({"--fake-quant-weights", a.fake_quant_weights});
+  if (!a.report.empty())
+    out.push_back({"--report", a.report});
+  if (!a.report_json.empty())
+    out.push_back({"--report-json", a.report_json});
   return out;
 }
 
 /// The contents of every requested output.
 ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
     const calibrate_args& a, const ptq::calibration_session& s, const ptq::record_file& rec,
-    const ptq::io::safetensors_file& weights, const ptq::model_manifest& model) {
+    const ptq::io::safetensors_file& weights, const ptq::model_manifest& model,
+    const ptq_cli::report_context& report) {
   std::vector<ptq_cli::output_file> out;
+  if (auto st = ptq_cli::add_report_outputs(a, s, report, out); !st)
+    return st.error();
   if (!a.record.empty())
     out.push_back({{"--record", a.record}, ptq::write_record(rec)});
   if (!a.quant_config.empty())
@@ -202,9 +210,9 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
     a.fake_quant_weights = tmpl + "/fake_quant_weights.safetensors";
     if (!a.json)
       std::cout << "outputs go to " << tmpl << "\n" << std::flush;
-  } else if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st) {
-    return fail(st.error());
   }
+  if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
+    return fail(st.error());
   auto model = load_bundled(digits);
   if (!model)
     return fail(model.error());
@@ -227,7 +235,12 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
   if (!r)
     return fail(r.error());
   const auto& res = r.value();
-  auto files = render_outputs(a, s, res.record, model.value().weights, model.value().model);
+  auto rc =
+      ptq_cli::bundled_report_context(a, s, model.value(), res, cfg->text, 32, threads, kernels);
+  if (!rc)
+    return fail(rc.error());
+  auto files =
+      render_outputs(a, s, res.record, model.value().weights, model.value().model, rc.value());
   if (!files)
     return fail(files.error());
   if (auto st = ptq_cli::commit_outputs(files.value()); !st)
@@ -311,7 +324,8 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   auto r = ptq::calibrate_from_files(s, batches, ada ? &*ada : nullptr, kernels);
   if (!r)
     return fail(r.error());
-  auto files = render_outputs(a, s, r.value().record, weights.value(), model);
+  auto files = render_outputs(a, s, r.value().record, weights.value(), model,
+                              ptq_cli::files_report_context(a, s, r.value(), cfg->text));
   if (!files)
     return fail(files.error());
   if (auto st = ptq_cli::commit_outputs(files.value()); !st)
@@ -367,6 +381,11 @@ const ptq_cli::register_command reg{
        sub.add_option("--threads", a->threads,
                       "threads for the kernels (default: all cores; "
                       "results are identical for every count)");
+       sub.add_option("--report", a->report,
+                      "write the calibration report here: one self-contained HTML page "
+                      "(docs/report.md)");
+       sub.add_option("--report-json", a->report_json,
+                      "write the calibration report's data here as JSON (docs/report.md)");
        sub.add_flag("--json", a->json, "print the per-layer table as JSON");
        sub.add_flag("--quiet", a->quiet, "no progress output");
        return [a]() -> int {
@@ -378,6 +397,7 @@ const ptq_cli::register_command reg{
          opt.on_ada_progress = p;
          opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
          opt.ada_seed = a->seed;
+         opt.keep_search_stats = ptq_cli::wants_report(*a);
          opt.ada_report_every = p.tty ? 50 : 1000;
          ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {

@@ -272,6 +272,14 @@ class hfmg_observer {
   }
 
   [[nodiscard]] result<activation_quant_result> finalize() const {
+    auto r = search();
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+  /// finalize() with the details of the search (candidates, losses, clip range): the same
+  /// computation, for a caller that reports it.
+  [[nodiscard]] result<hfmg_search> search() const {
     if (auto st = check_settings(); !st)
       return st.error();
     if (state_.batches == 0) {
@@ -280,7 +288,7 @@ class hfmg_observer {
     auto r = hfmg_run(state_.histogram, s_.bits, s_.asymmetric, s_.threads, k_);
     if (!r)
       return make_error(r.error().code, name_ + ": " + r.error().message, r.error().note);
-    return r.value().result;
+    return r;
   }
 
   [[nodiscard]] const hfmg_histogram& histogram() const noexcept { return state_.histogram; }

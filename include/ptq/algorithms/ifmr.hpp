@@ -230,13 +230,21 @@ class ifmr_observer {
   }
 
   [[nodiscard]] result<activation_quant_result> finalize() const {
+    auto r = search();
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+  /// finalize() with the details of the search (start values, candidates, losses): the same
+  /// computation, for a caller that reports it.
+  [[nodiscard]] result<ifmr_search> search() const {
     if (state_.batches == 0) {
       return make_error(errc::no_data, name_ + ": IFMR finalize before observe");
     }
     auto r = ifmr_run(state_.data.data(), state_.data.size(), s_, k_);
     if (!r)
       return make_error(r.error().code, name_ + ": " + r.error().message, r.error().note);
-    return r.value().result;
+    return r;
   }
 
   [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }

@@ -110,7 +110,10 @@
   X(output_not_writable, 1102)            \
   X(interrupted, 1103)                    \
   X(bundled_data_not_found, 1104)         \
-  X(unknown_command, 1105)
+  X(unknown_command, 1105)                \
+  X(report_session_incomplete, 1301)      \
+  X(report_stats_missing, 1302)           \
+  X(report_input_invalid, 1303)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -56,6 +56,9 @@ struct session_options {
   std::size_t ada_report_every = 100;
   /// AdaRound progress: the layer and its iteration, reconstruction and rounding losses.
   std::function<void(std::string_view, const ada_progress&)> on_ada_progress;
+  /// Keep each layer's activation search details (session_layer::activation_stats) for a
+  /// calibration report (ptq/report/). The search runs once either way; no scale changes.
+  bool keep_search_stats = false;
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -161,9 +161,11 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 }
 
 /// Phase 4: one activation batch of a layer, divided by its DMQ factors and observed; after
-/// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`).
+/// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`), with
+/// the search's statistics kept in `l.activation_stats` when `keep_stats`.
 [[nodiscard]] inline result<> observe_layer_batch(session_layer& l, const tensor_ref& input,
-                                                  std::size_t batch_num, bool fp16) {
+                                                  std::size_t batch_num, bool fp16,
+                                                  bool keep_stats = false) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const auto observe = [&](const float* x, std::size_t n) {
@@ -181,10 +183,14 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
   if (!st)
     return in_layer(l.desc.name, st.error());
   if (++l.batches_seen == batch_num) {
-    auto r = std::visit([](const auto& c) { return c.finalize(); }, *l.calibrator);
+    activation_search_stats stats;
+    auto r = keep_stats ? finalize_with_stats(*l.calibrator, stats)
+                        : std::visit([](const auto& c) { return c.finalize(); }, *l.calibrator);
     if (!r)
       return in_layer(l.desc.name, r.error());
     l.activation_params = fp16 ? with_fp16_scale(r.value()) : r.value();
+    if (keep_stats)
+      l.activation_stats = std::move(stats);
     l.calibrator.reset();
   }
   return {};

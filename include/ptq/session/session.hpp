@@ -221,7 +221,9 @@ class calibration_session {
       return fail(std::string(name) + ": already has its " + std::to_string(plan_.batch_num) +
                   " batch(es) (batch_num)");
     }
-    if (auto st = observe_layer_batch(*l, input, plan_.batch_num, fp16_); !st)
+    if (auto st =
+            observe_layer_batch(*l, input, plan_.batch_num, fp16_, options_.keep_search_stats);
+        !st)
       return st;
     const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
     const std::size_t done =

@@ -12,6 +12,7 @@
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
+#include "ptq/algorithms/search_stats.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
@@ -43,6 +44,9 @@ struct session_layer {
   std::vector<float> balance_factors;  ///< DMQ factors (Cin), empty without DMQ
   std::optional<weight_quant_result> weight_params;
   std::optional<activation_quant_result> activation_params;
+  /// What the activation search saw and chose; set at finalization when the session keeps
+  /// search statistics (session_options::keep_search_stats).
+  std::optional<activation_search_stats> activation_stats;
   std::size_t batches_seen = 0;
   /// The layer's algorithms (make_layer_calibrator of `plan`); enabled layers only, reset once
   /// the activation is finalized.
