@@ -33,8 +33,9 @@ struct calibrate_args {
   std::string quant_config;
   std::string fake_quant_weights;
   std::string ada_data;
-  std::string report;       ///< --report: the HTML page
-  std::string report_json;  ///< --report-json
+  std::string report;                ///< --report: the HTML page
+  std::string report_json;           ///< --report-json
+  std::vector<std::string> exports;  ///< --export FORMAT=OUT (export_files.hpp)
   std::uint64_t seed = 0;
   unsigned threads = 0;
   bool json = false;
