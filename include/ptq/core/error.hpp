@@ -26,7 +26,8 @@
 // Every code once: its name and its number. docs/errors.md lists each with an example and its
 // fix; a number never changes meaning. Ranges: 1xx lexical, 11x syntax, 2xx schema, 3xx values,
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
-// manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool.
+// manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
+// 1400-1449 serialized statistic states (scale-out).
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -110,7 +111,13 @@
   X(output_not_writable, 1102)            \
   X(interrupted, 1103)                    \
   X(bundled_data_not_found, 1104)         \
-  X(unknown_command, 1105)
+  X(unknown_command, 1105)                \
+  X(state_bad_magic, 1401)                \
+  X(state_bad_version, 1402)              \
+  X(state_truncated, 1403)                \
+  X(state_checksum_mismatch, 1404)        \
+  X(state_invalid, 1405)                  \
+  X(state_mismatch, 1406)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
