@@ -18,6 +18,7 @@
 #include "ptq/algorithms/ifmr.hpp"
 #include "ptq/algorithms/ifmr_two_pass.hpp"
 #include "ptq/algorithms/ifmr_wire.hpp"
+#include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/algorithms/policies.hpp"

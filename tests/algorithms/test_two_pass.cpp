@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -315,4 +317,35 @@ TEST_CASE("channel absmax state: the DMQ absmax of all batches, merged in any gr
   const ptq::tensor_ref tc{c.data(), {1, 2, 1}, "c"};
   CHECK(observe(one, tc, ptq::layer_type::conv2d, k).error().message ==
         "c: 2 input channels, earlier batches had 3");
+}
+
+TEST_CASE("the state fuzzer's seeds: the good ones read, the bad ones give their codes",
+          "[two_pass][wire]") {
+  const std::string dir = std::string(PTQ_TEST_DATA_DIR) + "/../../fuzz/corpus/state_fuzzer/";
+  const auto read = [&](const char* name) {
+    std::ifstream in(dir + name, std::ios::binary);
+    REQUIRE(in);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  CHECK(ptq::deserialize_minmax(read("minmax.bin")).ok());
+  CHECK(ptq::deserialize_channel_absmax(read("channel_absmax.bin")).ok());
+  CHECK(ptq::deserialize_ifmr_tails(read("ifmr_tails.bin")).ok());
+  auto losses = ptq::deserialize_ifmr_losses(read("ifmr_losses.bin"));
+  REQUIRE(losses.ok());
+  CHECK(losses.value().pieces.size() == 1);
+  CHECK(ptq::deserialize_hfmg_ranges(read("hfmg_ranges.bin")).ok());
+  auto bins = ptq::deserialize_hfmg_bins(read("hfmg_bins.bin"));
+  REQUIRE(bins.ok());
+  CHECK(bins.value().pending.size() == 1);
+  CHECK(ptq::deserialize_hfmg_ranges(read("bad_version.bin")).error().code ==
+        ptq::errc::state_bad_version);
+  CHECK(ptq::deserialize_hfmg_ranges(read("bad_truncated.bin")).error().code ==
+        ptq::errc::state_truncated);
+  CHECK(ptq::deserialize_hfmg_ranges(read("bad_checksum.bin")).error().code ==
+        ptq::errc::state_checksum_mismatch);
+  CHECK(ptq::deserialize_hfmg_ranges(read("bad_magic.bin")).error().code ==
+        ptq::errc::state_bad_magic);
+  const auto overlap = ptq::deserialize_ifmr_losses(read("bad_pieces_overlap.bin")).error();
+  CHECK(overlap.code == ptq::errc::state_invalid);
+  CHECK(overlap.message == "state: invalid state: IFMR losses: overlapping pieces of block 0");
 }

@@ -35,6 +35,7 @@ struct calibrate_args {
   std::string ada_data;
   std::uint64_t seed = 0;
   unsigned threads = 0;
+  std::string memory = "one-pass";  ///< --memory: one-pass or bounded (docs/scale-out.md)
   bool json = false;
   bool quiet = false;
 };

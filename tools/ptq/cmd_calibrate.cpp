@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "bounded_observe.hpp"
 #include "bundled_data.hpp"
 #include "bundled_model.hpp"
 #include "calibrate_report.hpp"
@@ -367,6 +368,11 @@ const ptq_cli::register_command reg{
        sub.add_option("--threads", a->threads,
                       "threads for the kernels (default: all cores; "
                       "results are identical for every count)");
+       sub.add_option("--memory", a->memory,
+                      "activation calibration in one pass or in two bounded-memory passes over "
+                      "the batches (the same results)")
+           ->check(CLI::IsMember({"one-pass", "bounded"}))
+           ->capture_default_str();
        sub.add_flag("--json", a->json, "print the per-layer table as JSON");
        sub.add_flag("--quiet", a->quiet, "no progress output");
        return [a]() -> int {
@@ -378,6 +384,7 @@ const ptq_cli::register_command reg{
          opt.on_ada_progress = p;
          opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
          opt.ada_seed = a->seed;
+         opt.activation_memory = ptq_cli::memory_mode_of(a->memory);
          opt.ada_report_every = p.tty ? 50 : 1000;
          ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {

@@ -16,6 +16,7 @@
 
 #include "ptq/algorithms/hfmg_two_pass.hpp"
 #include "ptq/algorithms/ifmr_wire.hpp"
+#include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/stat_states.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/wire.hpp"
@@ -228,6 +229,46 @@ inline void write_ranges(wire_writer& w, const std::vector<batch_range>& v) {
   if (!r.at_end())
     return wire_payload_error(what, "bytes after the last field");
   return st;
+}
+
+// ---- the order-invariant histogram -------------------------------------------------------------
+
+[[nodiscard]] inline std::string serialize(const invariant_histogram& h) {
+  wire_writer w;
+  w.u64(h.bins);
+  w.u32(static_cast<std::uint32_t>(h.exponent));
+  w.u64(static_cast<std::uint64_t>(h.start));
+  w.i64s(h.counts);
+  return wire_frame(state_kind::invariant_histogram, w.out);
+}
+
+[[nodiscard]] inline result<invariant_histogram> deserialize_invariant_histogram(
+    std::string_view bytes, std::string_view what = "state") {
+  auto p = wire_unframe(bytes, state_kind::invariant_histogram, what);
+  if (!p)
+    return p.error();
+  wire_reader r(p.value());
+  invariant_histogram h;
+  h.bins = r.u64();
+  h.exponent = static_cast<std::int32_t>(r.u32());
+  h.start = static_cast<std::int64_t>(r.u64());
+  h.counts = r.i64s();
+  if (r.failed())
+    return detail::ended_early(what);
+  if (!r.at_end())
+    return wire_payload_error(what, "bytes after the last field");
+  if (h.bins < 4 || h.bins > max_state_bins || h.exponent < invariant_min_exponent ||
+      h.exponent > 200 || (h.start < 0 ? -h.start : h.start) >= (std::int64_t{1} << 62)) {
+    return wire_payload_error(what, "bin count, exponent or start out of range");
+  }
+  if (!h.counts.empty() && (h.counts.size() != h.bins || h.counts[0] <= 0)) {
+    return wire_payload_error(what, "counts that are not B long or do not start at a nonzero bin");
+  }
+  for (const auto c : h.counts) {
+    if (c < 0)
+      return wire_payload_error(what, "a negative count");
+  }
+  return h;
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -34,6 +34,7 @@ enum class state_kind : std::uint16_t {
   ifmr_losses = 4,
   hfmg_ranges = 5,
   hfmg_bins = 6,
+  invariant_histogram = 7,
 };
 
 [[nodiscard]] constexpr const char* to_string(state_kind k) noexcept {
@@ -50,6 +51,8 @@ enum class state_kind : std::uint16_t {
       return "hfmg_ranges";
     case state_kind::hfmg_bins:
       return "hfmg_bins";
+    case state_kind::invariant_histogram:
+      return "invariant_histogram";
   }
   return "?";
 }
