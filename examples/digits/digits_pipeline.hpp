@@ -250,8 +250,10 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
         return fail(st);
     }
   }
-  // Phase 4: each batch through the network with fake-quantized weights, float activations.
-  for (std::size_t b = 0; b < batches; ++b) {
+  // Phase 4: each batch through the network with fake-quantized weights, float activations;
+  // the session's bounded memory mode asks for the same batches twice (activation_passes).
+  for (std::size_t pb = 0; pb < s.activation_passes() * batches; ++pb) {
+    const std::size_t b = pb % batches;
     ptq::result<> st;
     forward(model, current(), rows(calib, b * batch_size, (b + 1) * batch_size),
             [&](std::size_t i, tensor& x) {

@@ -5,3 +5,4 @@
 #include "ptq/core/error.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/core/quant.hpp"
+#include "ptq/core/wire.hpp"

@@ -18,7 +18,9 @@
 
 #include "../kernels/arch_kernels.hpp"
 #include "ptq/algorithms.hpp"
+#include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/io/npy.hpp"
+#include "sharded_two_pass.hpp"
 
 namespace {
 
@@ -116,10 +118,39 @@ bool operator==(const case_output& x, const case_output& y) {
          x.error.code == y.error.code && x.error.message == y.error.message;
 }
 
+/// How `ptq observe` runs a case: today's one pass, `--memory bounded` (two_pass_observer), or
+/// the bounded mode sharded (sharded_two_pass.hpp) over `shards` observers.
+struct observe_mode {
+  bool bounded = false;
+  std::size_t shards = 0;  ///< 0: two_pass_observer in one process
+  bool reverse = false;
+};
+
+/// The bounded mode through two_pass_observer: both passes over the batches in order.
+ptq::result<ptq::activation_quant_result> run_two_pass_observer(const ptq::activation_settings& s,
+                                                                const ptq_test::batches_t& batches,
+                                                                std::uint64_t total,
+                                                                const ptq::kernels::kernel_set& k) {
+  ptq::two_pass_observer obs(s, k);
+  if (auto st = obs.begin(total); !st)
+    return st.error();
+  for (int pass = 1; pass <= 2; ++pass) {
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      if (auto st = obs.observe(b, batches[b].data(), batches[b].size()); !st)
+        return st.error();
+    }
+    if (pass == 1) {
+      if (auto st = obs.next_pass(); !st)
+        return st.error();
+    }
+  }
+  return obs.finalize();
+}
+
 /// `ptq observe`: one observer over every batch, in order (IFMR concatenates them, HFMG merges
 /// each later batch into the first one's histogram); FORCE_FP16_QUANT rounds the final scale.
 case_output run_observe(const case_args& a, const std::vector<fs::path>& inputs,
-                        const ptq::kernels::kernel_set& k) {
+                        const ptq::kernels::kernel_set& k, const observe_mode& mode = {}) {
   const int bits = static_cast<int>(a.number("--bits", 8));
   REQUIRE(a.has("--asymmetric") != a.has("--symmetric"));
   const bool asymmetric = a.has("--asymmetric");
@@ -141,17 +172,32 @@ case_output run_observe(const case_args& a, const std::vector<fs::path>& inputs,
   s.hfmg.num_of_bins = static_cast<std::size_t>(a.number("--num-of-bins", 4096));
   s.hfmg.bits = bits;
   s.hfmg.asymmetric = asymmetric;
-  ptq::activation_observer obs(s, k);
   case_output out;
-  for (const auto& p : inputs) {
-    const auto batch = load(p);
-    auto st = obs.observe(batch.data.data(), batch.data.size());
-    if (!st) {
-      out.error = st.error();
-      return out;
+  ptq::result<ptq::activation_quant_result> r = ptq::activation_quant_result{};
+  if (!mode.bounded) {
+    ptq::activation_observer obs(s, k);
+    for (const auto& p : inputs) {
+      const auto batch = load(p);
+      auto st = obs.observe(batch.data.data(), batch.data.size());
+      if (!st) {
+        out.error = st.error();
+        return out;
+      }
+    }
+    r = obs.finalize();
+  } else {
+    ptq_test::batches_t batches;
+    std::uint64_t total = 0;
+    for (const auto& p : inputs) {
+      batches.push_back(load(p).data);
+      total += batches.back().size();
+    }
+    if (mode.shards == 0) {
+      r = run_two_pass_observer(s, batches, total, k);
+    } else {
+      r = ptq_test::run_sharded(s, batches, mode.shards, mode.reverse, k);
     }
   }
-  auto r = obs.finalize();
   if (!r) {
     out.error = r.error();
     return out;
@@ -275,6 +321,7 @@ TEST_CASE("golden numeric cases of the reference toolkit through the library", "
   const auto sets = ptq_layers_test::available_kernels();
   REQUIRE(!sets.empty());
   int passed = 0;
+  int bounded_checked = 0;
   for (const auto& d : dirs) {
     const std::string name = d.filename().string();
     INFO(name);
@@ -288,6 +335,24 @@ TEST_CASE("golden numeric cases of the reference toolkit through the library", "
     for (std::size_t i = 1; i < sets.size(); ++i) {
       INFO("kernel set " << i);
       CHECK(run_case(args, inputs, sets[i].set) == got);  // bit for bit on every arch
+    }
+    if (args.command == "observe") {
+      // --memory bounded, in one process and sharded: the one-pass result bit for bit (an
+      // error case: the same error; sharded in reverse, the same code).
+      const observe_mode modes[] = {
+          {true, 0, false}, {true, 1, false}, {true, 2, false}, {true, 3, true}};
+      for (const auto& m : modes) {
+        INFO("bounded, shards " << m.shards << (m.reverse ? ", reverse" : ""));
+        const case_output b = run_observe(args, inputs, sets[0].set, m);
+        INFO("bounded error: " << b.error.message);
+        CHECK(b.ok == got.ok);
+        CHECK(b.scale == got.scale);
+        CHECK(b.offset == got.offset);
+        CHECK(b.error.code == got.error.code);
+        if (!m.reverse)
+          CHECK(b.error.message == got.error.message);
+        bounded_checked += b.ok == got.ok && b.scale == got.scale ? 1 : 0;
+      }
     }
     if (c.at("expected").contains("error")) {
       const auto it = error_cases.find(name);
@@ -305,4 +370,5 @@ TEST_CASE("golden numeric cases of the reference toolkit through the library", "
     passed += ok ? 1 : 0;
   }
   CHECK(passed == 44);
+  CHECK(bounded_checked == 4 * 27);  // the 27 IFMR/HFMG cases in four bounded modes
 }

@@ -118,3 +118,23 @@ TEST_CASE("AdaRound weights are identical for every thread count", "[digits][ada
     CHECK(a.session->layers()[i].desc.weight == b.session->layers()[i].desc.weight);
   CHECK(a.record == b.record);
 }
+
+TEST_CASE("the bounded memory mode: the engine's second pass gives the same record",
+          "[digits][two_pass]") {
+  for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
+    INFO(cfg);
+    std::string text;
+    text =
+        ptq::value_or_throw(ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + cfg));
+    const auto c = ptq::try_parse_config(text);
+    REQUIRE(c.ok());
+    ptq::session_options opt;
+    opt.activation_memory = ptq::memory_mode::bounded;
+    const auto r = digits::calibrate_and_evaluate(c.value(), data().model, data().calib,
+                                                  data().test, data().test_labels, 32, opt);
+    INFO(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(r.record == run(cfg).record);
+    CHECK(r.quant_accuracy == run(cfg).quant_accuracy);
+  }
+}

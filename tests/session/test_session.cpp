@@ -504,3 +504,48 @@ TEST_CASE("fusion progress names only the layers it fuses", "[session]") {
   REQUIRE(ptq::calibration_session::create(cfg("do_fusion: false"), layers, opt).ok());
   CHECK(seen.empty());
 }
+
+TEST_CASE("bounded memory: two passes over the batches, the one-pass record; misuse is clear",
+          "[session][two_pass]") {
+  const std::string text = "batch_num: 2 skip_layers: \"fc\"";
+  const auto x0 = input({1, 2, 4, 4}, 0), x1 = input({1, 2, 4, 4}, 1.5f);
+  auto one = make(text, two_layers());
+  REQUIRE(one.quantize_weights().ok());
+  REQUIRE(one.feed("conv", ptq::as_tensor_ref(x0)).ok());
+  REQUIRE(one.feed("conv", ptq::as_tensor_ref(x1)).ok());
+  auto rec = one.record();
+  REQUIRE(rec.ok());
+
+  ptq::session_options opt;
+  opt.activation_memory = ptq::memory_mode::bounded;
+  auto made = ptq::calibration_session::create(cfg(text), two_layers(), opt);
+  REQUIRE(made.ok());
+  auto s = std::move(made).value();
+  CHECK(s.activation_passes() == 2);
+  REQUIRE(s.quantize_weights().ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    REQUIRE(s.feed("conv", ptq::as_tensor_ref(x0)).ok());
+    if (pass == 0)
+      CHECK_FALSE(s.record().ok());
+    REQUIRE(s.feed("conv", ptq::as_tensor_ref(x1)).ok());
+  }
+  auto two = s.record();
+  REQUIRE(two.ok());
+  CHECK(two.value() == rec.value());
+  const auto more = s.feed("conv", ptq::as_tensor_ref(x0));
+  REQUIRE_FALSE(more.ok());
+  CHECK(more.error().message.find("batch(es) (batch_num) twice") != std::string::npos);
+
+  // IFMR's ranks come from batch_num times the first batch's size: other sizes are refused.
+  auto again = ptq::calibration_session::create(cfg(text), two_layers(), opt);
+  REQUIRE(again.ok());
+  auto t = std::move(again).value();
+  REQUIRE(t.quantize_weights().ok());
+  REQUIRE(t.feed("conv", ptq::as_tensor_ref(x0)).ok());
+  const auto big = input({2, 2, 4, 4}, 0);
+  const auto e = t.feed("conv", ptq::as_tensor_ref(big));
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().code == ptq::errc::session_input_invalid);
+  CHECK(e.error().message.find("conv: batch 1 has 64 elements, batch 0 had 32; the bounded "
+                               "memory mode needs batches of one size") != std::string::npos);
+}

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/run_cli.hpp"
@@ -226,4 +228,55 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
                         "deconv.json", "deconv.cfg", "deconv_record.txt"}) {
     CHECK(std::remove(f) == 0);
   }
+}
+
+TEST_CASE("ptq calibrate --memory bounded: the one-pass outputs byte for byte",
+          "[calibrate][two_pass]") {
+  for (const char* cfg : {"dmq_balancer.cfg", "quant.cfg", "quant_hfmg.cfg"}) {
+    INFO(cfg);
+    const std::string base = "calibrate " + ex + "/configs/" + cfg + files + " --quiet";
+    const auto one = run(base +
+                         " --record mm_r1.txt --quant-config mm_c1.json "
+                         "--fake-quant-weights mm_w1.safetensors");
+    INFO(one.err);
+    REQUIRE(one.code == 0);
+    const auto two = run(base +
+                         " --memory bounded --record mm_r2.txt --quant-config mm_c2.json "
+                         "--fake-quant-weights mm_w2.safetensors");
+    INFO(two.err);
+    REQUIRE(two.code == 0);
+    // The table is the same; the output names and the time differ.
+    const auto table = [](const std::string& out) { return out.substr(0, out.find("record:")); };
+    CHECK(table(two.out) == table(one.out));
+    CHECK(two.out.find("record:") != std::string::npos);
+    for (const auto& [a, b] : {std::pair<const char*, const char*>{"mm_r1.txt", "mm_r2.txt"},
+                               {"mm_c1.json", "mm_c2.json"},
+                               {"mm_w1.safetensors", "mm_w2.safetensors"}}) {
+      INFO(a);
+      std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+      const std::string ta((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+      const std::string tb((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+      CHECK_FALSE(ta.empty());
+      CHECK(ta == tb);
+    }
+    for (const char* f : {"mm_r1.txt", "mm_r2.txt", "mm_c1.json", "mm_c2.json", "mm_w1.safetensors",
+                          "mm_w2.safetensors"}) {
+      std::remove(f);
+    }
+  }
+  // The bundled model: the engine runs its calibration batches twice, same accuracy pair.
+  const auto b = run("calibrate --quiet --memory bounded --record mm_bundled.txt");
+  INFO(b.err);
+  REQUIRE(b.code == 0);
+  CHECK(b.out.find("accuracy on the test split: FP32 99.26 %") != std::string::npos);
+  CHECK(b.out.find("99.07 %") != std::string::npos);
+  std::remove("mm_bundled.txt");
+  const auto at = b.out.find("outputs go to ");
+  if (at != std::string::npos) {
+    const std::string folder = b.out.substr(at + 14, b.out.find('\n', at) - at - 14);
+    for (const char* f : {"/quant_config.json", "/fake_quant_weights.safetensors"})
+      std::remove((folder + f).c_str());
+    std::remove(folder.c_str());
+  }
+  CHECK(run("calibrate --quiet --memory half").code == 2);
 }

@@ -180,3 +180,46 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   for (const auto& p : {junk, an, wn, fq})
     fs::remove(p);
 }
+
+TEST_CASE("CLI: observe --memory bounded prints the one-pass output byte for byte",
+          "[cli][golden][two_pass]") {
+  int compared = 0;
+  for (const auto& e : fs::directory_iterator(cases_dir)) {
+    if (!e.is_directory())
+      continue;
+    const auto c = nlohmann::json::parse(slurp(e.path() / "case.json"));
+    std::vector<std::string> args = c.at("args").get<std::vector<std::string>>();
+    if (args.at(0) != "observe")
+      continue;
+    for (const auto& in : c.at("inputs"))
+      args.push_back((e.path() / in.get<std::string>()).string());
+    const auto one = run_cli(args);
+    args.insert(args.begin() + 1, {"--memory", "bounded"});
+    const auto two = run_cli(args);
+    INFO(e.path().filename().string() << "\n" << one.err << "\n" << two.err);
+    CHECK(two.code == one.code);
+    CHECK(two.out == one.out);
+    CHECK(two.err == one.err);
+    ++compared;
+  }
+  CHECK(compared == 27);
+  CHECK(run_cli({"observe", "--memory", "small",
+                 (cases_dir / "001_ifmr_normal-1b-asym8" / "batch0.npy").string()})
+            .code == 2);
+}
+
+TEST_CASE("CLI: observe --order-invariant gives the same output for any batch order",
+          "[cli][invariant]") {
+  const auto d = cases_dir / "019_hfmg_bimodal-3b-4096bins-asym8";
+  const std::string b0 = (d / "batch0.npy").string(), b1 = (d / "batch1.npy").string(),
+                    b2 = (d / "batch2.npy").string();
+  const auto fwd = run_cli({"observe", "--algo", "hfmg", "--order-invariant", b0, b1, b2});
+  INFO(fwd.err);
+  REQUIRE(fwd.code == 0);
+  CHECK(fwd.out.rfind("{\"scale\": ", 0) == 0);
+  CHECK(run_cli({"observe", "--algo", "hfmg", "--order-invariant", b2, b1, b0}).out == fwd.out);
+  CHECK(run_cli({"observe", "--algo", "hfmg", "--order-invariant", b1, b2, b0}).out == fwd.out);
+  const auto ifmr = run_cli({"observe", "--algo", "ifmr", "--order-invariant", b0});
+  CHECK(ifmr.code == 2);
+  CHECK(ifmr.err == "ptq observe: error: --order-invariant needs --algo hfmg (and one pass)\n");
+}

@@ -320,8 +320,10 @@ inline ptq::result<bundled_result> calibrate_bundled(ptq::calibration_session& s
         return st.error();
     }
   }
-  // Phase 4: each batch through the network with fake-quantized weights, float activations.
-  for (std::size_t b = 0; b < batches; ++b) {
+  // Phase 4: each batch through the network with fake-quantized weights, float activations
+  // (twice in the bounded memory mode: the session's second pass).
+  for (std::size_t pb = 0; pb < s.activation_passes() * batches; ++pb) {
+    const std::size_t b = pb % batches;
     auto r = forward(m.model, current(), rows(m.calib, b * batch_size, (b + 1) * batch_size),
                      threads, [&](std::size_t i, batch_tensor& x) -> ptq::result<> {
                        const auto& l = s.layers()[i];

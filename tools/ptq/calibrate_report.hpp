@@ -38,6 +38,7 @@ struct calibrate_args {
   std::vector<std::string> exports;  ///< --export FORMAT=OUT (export_files.hpp)
   std::uint64_t seed = 0;
   unsigned threads = 0;
+  std::string memory = "one-pass";  ///< --memory: one-pass or bounded (docs/scale-out.md)
   bool json = false;
   bool quiet = false;
 };

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "bounded_observe.hpp"
 #include "bundled_data.hpp"
 #include "bundled_model.hpp"
 #include "calibrate_report.hpp"
@@ -397,6 +398,11 @@ const ptq_cli::register_command reg{
                       "(docs/report.md)");
        sub.add_option("--report-json", a->report_json,
                       "write the calibration report's data here as JSON (docs/report.md)");
+       sub.add_option("--memory", a->memory,
+                      "activation calibration in one pass or in two bounded-memory passes over "
+                      "the batches (the same results)")
+           ->check(CLI::IsMember({"one-pass", "bounded"}))
+           ->capture_default_str();
        sub.add_flag("--json", a->json, "print the per-layer table as JSON");
        sub.add_flag("--quiet", a->quiet, "no progress output");
        return [a]() -> int {
@@ -409,7 +415,13 @@ const ptq_cli::register_command reg{
          opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
          opt.ada_seed = a->seed;
          opt.keep_search_stats = ptq_cli::wants_report(*a);
+         opt.activation_memory = ptq_cli::memory_mode_of(a->memory);
          opt.ada_report_every = p.tty ? 50 : 1000;
+         if (opt.keep_search_stats && opt.activation_memory == ptq::memory_mode::bounded) {
+           // The report shows each search's histogram and losses, which the bounded mode
+           // never holds (it keeps only what the result needs).
+           return fail_usage("--report and --report-json need --memory one-pass");
+         }
          ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
            if (!a->ada_data.empty()) {

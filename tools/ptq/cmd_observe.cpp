@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bounded_observe.hpp"
 #include "command.hpp"
 #include "numeric_io.hpp"
 
@@ -19,6 +20,8 @@ struct observe_options {
   std::string candidates = "toolkit";
   bool fp16 = false;
   unsigned threads = 0;  // all cores: the results do not depend on the thread count
+  std::string memory = "one-pass";
+  bool order_invariant = false;
   std::vector<std::string> batches;
 };
 
@@ -36,19 +39,38 @@ int run_observe(const observe_options& o) {
   s.hfmg.bits = o.bits;
   s.hfmg.asymmetric = o.asymmetric;
   s.hfmg.threads = o.threads;
-  ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
-  for (const auto& path : o.batches) {
-    auto t = ptq_cli::load_tensor(path, cmd);
-    if (!t)
-      return ptq_cli::exit_error;
-    auto st = obs.observe(t->data(), t->size());
-    if (!st)
-      return ptq_cli::numeric_fail(cmd, path + ": " + st.error().message);
+  ptq::activation_quant_result q;
+  if (o.order_invariant) {
+    if (s.algo != ptq::activation_algo::hfmg || o.memory == "bounded") {
+      std::cerr << "ptq observe: error: --order-invariant needs --algo hfmg (and one pass)\n";
+      return ptq_cli::exit_usage;
+    }
+    int code = ptq_cli::exit_error;
+    auto r = ptq_cli::observe_order_invariant(s.hfmg, o.batches, cmd, code);
+    if (!r)
+      return code;
+    q = r.value();
+  } else if (ptq_cli::memory_mode_of(o.memory) == ptq::memory_mode::bounded) {
+    int code = ptq_cli::exit_error;
+    auto r = ptq_cli::observe_bounded(s, o.batches, cmd, code);
+    if (!r)
+      return code;
+    q = r.value();
+  } else {
+    ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
+    for (const auto& path : o.batches) {
+      auto t = ptq_cli::load_tensor(path, cmd);
+      if (!t)
+        return ptq_cli::exit_error;
+      auto st = obs.observe(t->data(), t->size());
+      if (!st)
+        return ptq_cli::numeric_fail(cmd, path + ": " + st.error().message);
+    }
+    auto r = obs.finalize();
+    if (!r)
+      return ptq_cli::numeric_fail(cmd, r.error().message);
+    q = r.value();
   }
-  auto r = obs.finalize();
-  if (!r)
-    return ptq_cli::numeric_fail(cmd, r.error().message);
-  ptq::activation_quant_result q = r.value();
   if (o.fp16)
     q = ptq::with_fp16_scale(q);
   std::cout << "{\"scale\": " << ptq_cli::json_float(q.scale) << ", \"offset\": " << q.offset
@@ -87,6 +109,14 @@ const ptq_cli::register_command reg{
        sub.add_option("--threads", o->threads,
                       "worker threads (0 = all cores; results are identical for any count)")
            ->capture_default_str();
+       sub.add_option("--memory", o->memory,
+                      "one-pass (IFMR keeps every value) or bounded (two passes over the files, "
+                      "the same result)")
+           ->check(CLI::IsMember({"one-pass", "bounded"}))
+           ->capture_default_str();
+       sub.add_flag("--order-invariant", o->order_invariant,
+                    "HFMG on a histogram whose bins do not depend on the batch order or split "
+                    "(power-of-two width; not the toolkit's numbers, docs/scale-out.md)");
        sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
        return [o]() -> int { return run_observe(*o); };
      }}};

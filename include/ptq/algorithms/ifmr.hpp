@@ -154,9 +154,8 @@ struct ifmr_search {
   std::vector<double> losses;  ///< summed squared errors (divide by N for the MSE)
 };
 
-[[nodiscard]] inline result<ifmr_search> ifmr_run(
-    const float* x, std::size_t n, const ifmr_settings& s,
-    const kernels::kernel_set& k = kernels::default_kernels()) {
+/// The settings checks every IFMR mode makes before it computes.
+[[nodiscard]] inline result<> ifmr_check_settings(const ifmr_settings& s) {
   if (!valid_bits(s.bits)) {
     return make_error(errc::invalid_argument,
                       "IFMR bits must be in [2, 16], got " + std::to_string(s.bits));
@@ -165,19 +164,19 @@ struct ifmr_search {
       !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
     return make_error(errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
   }
-  if (n == 0)
-    return make_error(errc::no_data, "IFMR: no data observed");
-  ifmr_search out;
-  const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
-  const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
-  const kernels::extremes_result e = k.select_extremes(x, n, kmax, kmin);
-  out.max0 = e.kth_largest > 0.0f ? e.kth_largest : 0.0f;
-  out.min0 = e.kth_smallest < 0.0f ? e.kth_smallest : 0.0f;
-  auto cand = ifmr_candidates(s, out.max0, out.min0);
-  if (!cand)
-    return cand.error();
-  out.candidates = std::move(cand).value();
-  out.losses = ifmr_losses(x, n, out.candidates, s.threads, k);
+  return {};
+}
+
+/// The percentile start values from the k-th largest and k-th smallest value.
+inline void ifmr_set_start(ifmr_search& out, float kth_largest, float kth_smallest) noexcept {
+  out.max0 = kth_largest > 0.0f ? kth_largest : 0.0f;
+  out.min0 = kth_smallest < 0.0f ? kth_smallest : 0.0f;
+}
+
+/// The end of every IFMR mode: with the candidates and their summed losses set, the first
+/// minimum and its scale and offset.
+inline void ifmr_conclude(ifmr_search& out, const ifmr_settings& s) {
+  out.best = 0;
   for (std::size_t j = 1; j < out.losses.size(); ++j) {
     if (out.losses[j] < out.losses[out.best])
       out.best = j;
@@ -190,6 +189,26 @@ struct ifmr_search {
   }
   out.result =
       make_activation_result(quant_params{scale, static_cast<std::int32_t>(offset), s.bits});
+}
+
+[[nodiscard]] inline result<ifmr_search> ifmr_run(
+    const float* x, std::size_t n, const ifmr_settings& s,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = ifmr_check_settings(s); !st)
+    return st.error();
+  if (n == 0)
+    return make_error(errc::no_data, "IFMR: no data observed");
+  ifmr_search out;
+  const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
+  const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
+  const kernels::extremes_result e = k.select_extremes(x, n, kmax, kmin);
+  ifmr_set_start(out, e.kth_largest, e.kth_smallest);
+  auto cand = ifmr_candidates(s, out.max0, out.min0);
+  if (!cand)
+    return cand.error();
+  out.candidates = std::move(cand).value();
+  out.losses = ifmr_losses(x, n, out.candidates, s.threads, k);
+  ifmr_conclude(out, s);
   return out;
 }
 

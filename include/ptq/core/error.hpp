@@ -28,6 +28,7 @@
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
 // manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
 // 1200-1249 export (errors 120x, the lossy-conversion warning 1220).
+// 1400-1449 serialized statistic states (scale-out).
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -123,7 +124,13 @@
   X(export_lossy, 1220)                   \
   X(report_session_incomplete, 1301)      \
   X(report_stats_missing, 1302)           \
-  X(report_input_invalid, 1303)
+  X(report_input_invalid, 1303)           \
+  X(state_bad_magic, 1401)                \
+  X(state_bad_version, 1402)              \
+  X(state_truncated, 1403)                \
+  X(state_checksum_mismatch, 1404)        \
+  X(state_invalid, 1405)                  \
+  X(state_mismatch, 1406)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -129,7 +129,10 @@ template <class Source>
     std::vector<float> data;
   };
   std::vector<kept_batch> last(s.layers().size());  // the last batch, for the SQNR
-  for (std::size_t b = 0; b < need; ++b) {
+  // The bounded memory mode reads every batch file again for its second pass.
+  const std::size_t passes = s.activation_passes();
+  for (std::size_t pb = 0; pb < passes * need; ++pb) {
+    const std::size_t b = pb % need;
     for (std::size_t i = 0; i < s.layers().size(); ++i) {
       const auto& l = s.layers()[i];
       if (!l.plan.quant_enable)
@@ -140,7 +143,7 @@ template <class Source>
       const tensor_ref x{t.value().data.data(), t.value().shape, l.desc.name + " input"};
       if (auto st = s.feed(l.desc.name, x); !st)
         return detail::from_file(st.error(), batches[b].path);
-      if (b + 1 == need)
+      if (pb + 1 == passes * need)
         last[i] = {std::move(t.value().shape), std::move(t.value().data)};
     }
   }

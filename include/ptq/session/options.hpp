@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ptq/algorithms/ada.hpp"
+#include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/kernels/kernel_set.hpp"
@@ -47,6 +48,9 @@ struct progress_event {
 struct session_options {
   resolve_options resolve{};
   unsigned threads = 1;  ///< for the kernels that can use several; results do not depend on it
+  /// Activation calibration in one pass (IFMR keeps every value) or in two passes over the same
+  /// batches (`bounded`, docs/scale-out.md: the engine feeds each layer's batches twice).
+  memory_mode activation_memory = memory_mode::one_pass;
   /// The kernels every phase uses: the compile-time arch of the TU that makes the options by
   /// default; a binary with per-ISA translation units passes
   /// `kernels::dispatch_kernel_set<kernels::x86_archs>()`.

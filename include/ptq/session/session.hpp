@@ -7,7 +7,9 @@
 //      with the earlier layers' quantized weights); afterwards the engine runs with `weight()`
 //      and each layer's `balance_factors`,
 //   4. activation calibration: `batch_num` inputs per layer (`feed`), each layer finalized after
-//      its last batch; then `record()`.
+//      its last batch; then `record()`. In the bounded memory mode
+//      (`session_options::activation_memory`) the engine feeds the same batches twice
+//      (`activation_passes()`), bounded_activations.hpp.
 // Every call that can fail returns a result: E802 for a call out of order or an unknown layer,
 // E803 for an input tensor that does not fit its layer, a numeric code (9xx) for bad values;
 // each message names the layer. The per-layer work is in phases.hpp, the checks in checks.hpp.
@@ -26,6 +28,7 @@
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
 #include "ptq/session/layer.hpp"
 #include "ptq/session/options.hpp"
@@ -217,13 +220,15 @@ class calibration_session {
     if (!l->plan.quant_enable) {
       return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
     }
-    if (l->batches_seen >= plan_.batch_num) {
+    if (l->batches_seen >= activation_passes() * plan_.batch_num) {
       return fail(std::string(name) + ": already has its " + std::to_string(plan_.batch_num) +
-                  " batch(es) (batch_num)");
+                  " batch(es) (batch_num)" + (activation_passes() == 2 ? " twice" : ""));
     }
-    if (auto st =
-            observe_layer_batch(*l, input, plan_.batch_num, fp16_, options_.keep_search_stats);
-        !st)
+    auto st =
+        activation_passes() == 2
+            ? observe_layer_batch_bounded(*l, input, plan_.batch_num, fp16_, options_.kernels)
+            : observe_layer_batch(*l, input, plan_.batch_num, fp16_, options_.keep_search_stats);
+    if (!st)
       return st;
     const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
     const std::size_t done =
@@ -232,6 +237,12 @@ class calibration_session {
     if (done == total)
       phase_ = session_phase::done;
     return {};
+  }
+
+  /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
+  /// mode (the same batches again, in the same order).
+  [[nodiscard]] std::size_t activation_passes() const noexcept {
+    return options_.activation_memory == memory_mode::bounded ? 2 : 1;
   }
 
   /// Layers still waiting for activation batches.

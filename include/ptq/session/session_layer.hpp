@@ -13,6 +13,7 @@
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/search_stats.hpp"
+#include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
@@ -51,6 +52,10 @@ struct session_layer {
   /// The layer's algorithms (make_layer_calibrator of `plan`); enabled layers only, reset once
   /// the activation is finalized.
   std::optional<any_layer_calibrator> calibrator;
+  /// The bounded memory mode's observer (bounded_activations.hpp), between the first batch and
+  /// the finalization; and the element count every batch must have.
+  std::optional<two_pass_observer> bounded;
+  std::size_t bounded_batch_size = 0;
   /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
   double weight_sqnr_db = 0.0;
   /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.
