@@ -163,6 +163,13 @@ TEST_CASE("report paths are outputs: checked first, written all or nothing",
         "ptq calibrate: error: --report-json 'no_such_dir/r.json': the folder 'no_such_dir' "
         "does not exist [E1102]\n");
   CHECK_FALSE(fs::exists("rep_ok.txt"));
+  // The bounded memory mode keeps no search statistics to show.
+  r = ptq_test::run_cli(
+      "calibrate --quiet --memory bounded --record rep_b.txt --report rep_b.html");
+  CHECK(r.code == 2);
+  CHECK(r.err == "ptq calibrate: error: --report and --report-json need --memory one-pass\n");
+  CHECK_FALSE(fs::exists("rep_b.txt"));
+  CHECK_FALSE(fs::exists("rep_b.html"));
   // A report alone: the other outputs go to a temporary folder, the report where it was asked.
   r = ptq_test::run_cli("calibrate --quiet --report rep_alone.html");
   INFO(r.err);
