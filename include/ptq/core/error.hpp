@@ -26,7 +26,8 @@
 // Every code once: its name and its number. docs/errors.md lists each with an example and its
 // fix; a number never changes meaning. Ranges: 1xx lexical, 11x syntax, 2xx schema, 3xx values,
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
-// manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool.
+// manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
+// 1250-1299 the ONNX QDQ exporter.
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -110,7 +111,12 @@
   X(output_not_writable, 1102)            \
   X(interrupted, 1103)                    \
   X(bundled_data_not_found, 1104)         \
-  X(unknown_command, 1105)
+  X(unknown_command, 1105)                \
+  X(onnx_unavailable, 1250)               \
+  X(onnx_model_invalid, 1251)             \
+  X(onnx_layer_unmatched, 1252)           \
+  X(onnx_unsupported, 1253)               \
+  X(onnx_fusion_unknown, 1254)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
