@@ -27,7 +27,8 @@
 // fix; a number never changes meaning. Ranges: 1xx lexical, 11x syntax, 2xx schema, 3xx values,
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
 // manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
-// 1250-1299 the ONNX QDQ exporter.
+// 1200-1249 export (errors 120x, the lossy-conversion warning 1220), 1250-1299 the ONNX QDQ
+// exporter.
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -112,6 +113,15 @@
   X(interrupted, 1103)                    \
   X(bundled_data_not_found, 1104)         \
   X(unknown_command, 1105)                \
+  X(export_layer_unknown, 1201)           \
+  X(export_value_invalid, 1202)           \
+  X(export_shape_mismatch, 1203)          \
+  X(export_not_representable, 1204)       \
+  X(export_bias_overflow, 1205)           \
+  X(export_needs_model, 1206)             \
+  X(export_unknown_format, 1207)          \
+  X(export_option_invalid, 1208)          \
+  X(export_lossy, 1220)                   \
   X(onnx_unavailable, 1250)               \
   X(onnx_model_invalid, 1251)             \
   X(onnx_layer_unmatched, 1252)           \
