@@ -10,6 +10,40 @@
 // in float32, so only the Div keeps the activation codes equal to ptq's.
 #include "onnx_qdq.hpp"
 
+#include <iostream>
+
+#include "command.hpp"
+
+namespace ptq_cli {
+
+int run_onnx_qdq(const onnx_qdq_request& request, bool quiet) {
+  auto r = export_onnx_qdq(request);
+  if (!r) {
+    std::cerr << "ptq export: " << ptq::format_error(r.error());
+    return exit_error;
+  }
+  if (quiet)
+    return exit_ok;
+  for (const auto& l : r.value()) {
+    std::cout << l.layer << ": node " << l.node << ", input " << l.activation << " -> Q/DQ";
+    if (l.dmq)
+      std::cout << " after Div by the DMQ factors";
+    if (!l.weight.empty()) {
+      std::cout << ", weight " << l.weight << " -> int8 + DequantizeLinear ("
+                << (l.weight_axis < 0 ? std::string("per tensor")
+                                      : "axis " + std::to_string(l.weight_axis))
+                << ")";
+    }
+    if (l.fused)
+      std::cout << ", BatchNorm folded";
+    std::cout << '\n';
+  }
+  std::cout << "wrote " << request.output_path << '\n';
+  return exit_ok;
+}
+
+}  // namespace ptq_cli
+
 #if PTQ_WITH_ONNX
 
 #include <algorithm>
@@ -31,6 +65,7 @@
 #include "outputs.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/config.hpp"
+#include "ptq/export/qdq_table.hpp"
 #include "ptq/io/atomic_file.hpp"
 #include "ptq/kernels/quantize.hpp"
 #include "ptq/manifest.hpp"
@@ -98,9 +133,9 @@ struct loaded_model {
   std::size_t n = 1;
   for (const auto d : t.dims()) {
     if (d < 0) {
-      return make_error(errc::onnx_model_invalid,
-                        "--onnx '" + path + "': initializer '" + t.name() + "' has dimension " +
-                            std::to_string(d));
+      return make_error(errc::onnx_model_invalid, "--onnx '" + path + "': initializer '" +
+                                                      t.name() + "' has dimension " +
+                                                      std::to_string(d));
     }
     out.shape.push_back(static_cast<std::size_t>(d));
     n *= static_cast<std::size_t>(d);
@@ -232,6 +267,18 @@ using consumer_map = std::map<std::string, std::vector<std::pair<int, int>>>;
   return s;
 }
 
+/// The weight inputs of the graph's Conv/ConvTranspose/Gemm/MatMul nodes, for E1252's note.
+[[nodiscard]] std::string weight_candidates(const onnx::GraphProto& g) {
+  std::string out;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (is_weighted_op(n.op_type()) && n.input_size() > 1)
+      out += (out.empty() ? "'" : ", '") + n.input(1) + "' (" + node_label(n, i) + ")";
+  }
+  return out.empty() ? "the model has no Conv, ConvTranspose, Gemm or MatMul"
+                     : "weights of the model: " + out;
+}
+
 /// The node a layer is: the only Conv/ConvTranspose/Gemm/MatMul that reads the layer's weight
 /// initializer as its input 1 (an AvgPool2d layer, which has no weight: the AveragePool named
 /// like the layer or in its torch scope). E1252 lists the candidates.
@@ -265,18 +312,14 @@ using consumer_map = std::map<std::string, std::vector<std::pair<int, int>>>;
   std::vector<int> hits;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    if (!is_weighted_op(n.op_type()) || n.input_size() < 2)
-      continue;
-    add("'" + n.input(1) + "' (" + node_label(n, i) + ")");
-    if (n.input(1) == l.weight_name)
+    if (is_weighted_op(n.op_type()) && n.input_size() > 1 && n.input(1) == l.weight_name)
       hits.push_back(i);
   }
   if (hits.empty()) {
     return make_error(errc::onnx_layer_unmatched,
                       "layer '" + name + "': no Conv, ConvTranspose, Gemm or MatMul node of '" +
-                          path + "' has the weight initializer '" + l.weight_name + "'",
-                      candidates.empty() ? "the model has no Conv, ConvTranspose, Gemm or MatMul"
-                                         : "weights of the model: " + candidates);
+                          path + "' reads the weight initializer '" + l.weight_name + "'",
+                      weight_candidates(g));
   }
   const auto it = users.find(l.weight_name);
   if (hits.size() > 1 || (it != users.end() && it->second.size() > 1)) {
@@ -295,16 +338,9 @@ using consumer_map = std::map<std::string, std::vector<std::pair<int, int>>>;
   return hits.front();
 }
 
-/// Weight bits from the record's `wts_type` ("INT6"); 8 when absent.
-[[nodiscard]] int type_bits(const std::optional<std::string>& t, int fallback) {
-  if (!t || t->size() < 4 || t->compare(0, 3, "INT") != 0)
-    return fallback;
-  return std::atoi(t->c_str() + 3);
-}
-
 [[nodiscard]] onnx::TensorProto make_tensor(const std::string& name, int type,
-                                            const std::vector<std::int64_t>& dims,
-                                            const void* data, std::size_t bytes) {
+                                            const std::vector<std::int64_t>& dims, const void* data,
+                                            std::size_t bytes) {
   onnx::TensorProto t;
   t.set_name(name);
   t.set_data_type(type);
@@ -317,7 +353,7 @@ using consumer_map = std::map<std::string, std::vector<std::pair<int, int>>>;
 /// One layer's place in the graph and what goes into it.
 struct layer_plan {
   const ptq::manifest_layer* manifest = nullptr;
-  const ptq::layer_record* record = nullptr;
+  const ptq::qdq_layer* q = nullptr;  ///< the layer's row of the QDQ table
   int node = -1;
   bool fused = false;
   std::vector<float> weight;  ///< the weight the scales were taken on (fused when fused)
@@ -352,28 +388,58 @@ struct name_pool {
   return p;
 }
 
-struct parsed_inputs {
-  ptq::model_manifest manifest;
-  ptq::record_file record;
-};
-
-[[nodiscard]] ptq::result<parsed_inputs> read_inputs(const onnx_qdq_request& r,
-                                                     const onnx_weights& weights) {
+/// Reads the manifest with the model's initializers as its tensors. A layer whose `weight` is
+/// not an initializer of the model is E1252 (the usual cause: an exporter renamed it, e.g.
+/// torch's constant folding gives "onnx::Conv_29"), listing the weights the model has.
+[[nodiscard]] ptq::result<ptq::model_manifest> read_manifest(const onnx_qdq_request& r,
+                                                             const onnx_weights& weights) {
   if (r.manifest_path.empty()) {
     return make_error(errc::invalid_argument,
                       "onnx-qdq needs --model MANIFEST.json: its `weight` fields name the "
                       "initializers that find each layer's node");
   }
-  parsed_inputs in;
-  auto mtext = read_text_input(r.manifest_path, "--model");
-  if (!mtext)
-    return mtext.error();
-  auto manifest = ptq::parse_manifest(mtext.value(), weights);
+  auto text = read_text_input(r.manifest_path, "--model");
+  if (!text)
+    return text.error();
+  const auto j = nlohmann::json::parse(text.value(), nullptr, false);
+  if (j.is_object() && j.contains("layers") && j["layers"].is_array()) {
+    for (const auto& e : j["layers"]) {
+      if (!e.is_object() || !e.contains("weight") || !e["weight"].is_string())
+        continue;
+      const auto w = e["weight"].get<std::string>();
+      const auto& inits = weights.graph->initializer();
+      if (std::none_of(inits.begin(), inits.end(),
+                       [&](const onnx::TensorProto& t) { return t.name() == w; })) {
+        const std::string layer =
+            e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "?";
+        return make_error(errc::onnx_layer_unmatched,
+                          "layer '" + layer + "': its weight '" + w +
+                              "' (--model) is not an initializer of '" + r.onnx_path + "'",
+                          weight_candidates(*weights.graph));
+      }
+    }
+  }
+  auto manifest = ptq::parse_manifest(text.value(), weights);
   if (!manifest) {
     auto e = manifest.error();
     e.message = "--model '" + r.manifest_path + "': " + e.message;
     return e;
   }
+  return manifest;
+}
+
+struct parsed_inputs {
+  ptq::model_manifest manifest;
+  ptq::record_file record;
+  ptq::qdq_table table;  ///< the record checked against the manifest (export/qdq_table.hpp)
+};
+
+[[nodiscard]] ptq::result<parsed_inputs> read_inputs(const onnx_qdq_request& r,
+                                                     const onnx_weights& weights) {
+  parsed_inputs in;
+  auto manifest = read_manifest(r, weights);
+  if (!manifest)
+    return manifest.error();
   in.manifest = std::move(manifest).value();
   auto rtext = read_text_input(r.record_path, "--record");
   if (!rtext)
@@ -395,6 +461,15 @@ struct parsed_inputs {
     return e;
   }
   in.record = std::move(record).value();
+  ptq::qdq_options opts;
+  opts.unsigned_activations = r.uint8_activations;
+  auto table = ptq::make_qdq_table(in.record, in.manifest, opts);
+  if (!table) {
+    auto e = table.error();
+    e.message = "--record '" + r.record_path + "': " + e.message;
+    return e;
+  }
+  in.table = std::move(table).value();
   return in;
 }
 
@@ -494,7 +569,7 @@ class exporter {
     auto& g = *model_.mutable_graph();
     auto& node = *g.mutable_node(p.node);
     const auto& m = *p.manifest;
-    const auto& rec = *p.record;
+    const auto& q = *p.q;
     const std::string& name = m.desc.name;
     onnx_qdq_layer_summary s;
     s.layer = name;
@@ -511,24 +586,19 @@ class exporter {
       s.weight = m.weight_name;
       s.weight_axis = axis.value();
     }
-    if (!rec.scale_d || !rec.offset_d) {
-      return make_error(errc::record_missing_field,
-                        "--record '" + req_.record_path + "': layer '" + name +
-                            "' has no scale_d/offset_d");
-    }
-    const int act_bits = type_bits(rec.act_type, 8);
-    if (act_bits != 8) {
+    const auto& act = q.activation;
+    if (act.bits != 8) {
       return make_error(errc::onnx_unsupported,
-                        "layer '" + name + "': act_type " + rec.act_type.value_or("") +
-                            " has no ONNX type before opset 21 (int16 QDQ); this exporter "
-                            "writes int8/uint8 activations");
+                        "layer '" + name + "': " + std::to_string(act.bits) +
+                            "-bit activations need ONNX opset 21 (int4/int16 QDQ), which "
+                            "this exporter does not write; it writes int8/uint8");
     }
     s.activation = node.input(0);
     std::string x = node.input(0);
     std::vector<onnx::NodeProto> before;
-    if (!rec.tensor_balance_factor.empty()) {
+    if (!q.dmq_factors.empty()) {
       s.dmq = true;
-      const auto& f = rec.tensor_balance_factor;
+      const auto& f = q.dmq_factors;
       std::vector<std::int64_t> dims = {static_cast<std::int64_t>(f.size())};
       if (m.desc.type != ptq::layer_type::linear) {  // [C, 1, …]: broadcast along axis 1
         for (std::size_t d = 2; d < m.desc.weight.dimension(); ++d)
@@ -546,24 +616,23 @@ class exporter {
       div.add_output(x);
       before.push_back(std::move(div));
     }
-    const float scale = *rec.scale_d;
-    const std::int32_t off = *rec.offset_d;
+    const float scale = act.scale;
     const std::string sname = names_.make(name + "_input_scale");
     const std::string zname = names_.make(name + "_input_zero_point");
     *g.add_initializer() = make_tensor(sname, onnx::TensorProto::FLOAT, {}, &scale, sizeof scale);
-    if (req_.uint8_activations) {
-      const auto z = static_cast<std::uint8_t>(off + 128);
+    if (act.dtype == ptq::qdq_dtype::uint8) {
+      const auto z = static_cast<std::uint8_t>(act.zero_point);
       *g.add_initializer() = make_tensor(zname, onnx::TensorProto::UINT8, {}, &z, 1);
     } else {
-      const auto z = static_cast<std::int8_t>(off);
+      const auto z = static_cast<std::int8_t>(act.zero_point);
       *g.add_initializer() = make_tensor(zname, onnx::TensorProto::INT8, {}, &z, 1);
     }
-    const std::string q = names_.make(name + "_input_quantized");
+    const std::string qn = names_.make(name + "_input_quantized");
     const std::string dq = names_.make(name + "_input_dequantized");
     before.push_back(qdq_node("QuantizeLinear", names_.make(name + "_input_QuantizeLinear"), x,
-                              sname, zname, q, std::nullopt));
-    before.push_back(qdq_node("DequantizeLinear", names_.make(name + "_input_DequantizeLinear"),
-                              q, sname, zname, dq, std::nullopt));
+                              sname, zname, qn, std::nullopt));
+    before.push_back(qdq_node("DequantizeLinear", names_.make(name + "_input_DequantizeLinear"), qn,
+                              sname, zname, dq, std::nullopt));
     g.mutable_node(p.node)->set_input(0, dq);
     auto& list = inserted_[p.node];
     list.insert(list.end(), before.begin(), before.end());
@@ -686,12 +755,12 @@ class exporter {
     auto& g = *model_.mutable_graph();
     auto& node = *g.mutable_node(p.node);
     const auto& m = *p.manifest;
-    const auto& rec = *p.record;
+    const auto& qw = *p.q->weight;
     const std::string at = "layer '" + m.desc.name + "': ";
     auto layout = layout_of(m, node);
     if (!layout)
       return layout.error();
-    const auto& sw = rec.scale_w;
+    const auto& sw = qw.scales;
     if (sw.size() != 1 && sw.size() != layout->cout) {
       return make_error(errc::record_length_mismatch,
                         at + std::to_string(sw.size()) + " scale_w values for " +
@@ -707,22 +776,22 @@ class exporter {
     }
     std::vector<float> w = p.weight;
     std::vector<std::size_t> shape(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
-    if (!rec.tensor_balance_factor.empty()) {
+    if (!p.q->dmq_factors.empty()) {
       if (auto st = ptq::dmq_apply_to_weight(w.data(), shape, m.desc.type, m.desc.conv.groups,
-                                             rec.tensor_balance_factor);
+                                             p.q->dmq_factors);
           !st) {
         return make_error(errc::onnx_unsupported, at + st.error().message);
       }
     }
-    const int bits = type_bits(rec.wts_type, 8);
-    if (bits < 2 || bits > 8) {
+    if (qw.dtype != ptq::qdq_dtype::int8) {
       return make_error(errc::onnx_unsupported,
-                        at + "wts_type " + rec.wts_type.value_or("") +
-                            " does not fit the int8 container of a DequantizeLinear");
+                        at + std::to_string(qw.bits) +
+                            "-bit weights do not fit the int8 container of a DequantizeLinear");
     }
+    // 4/6/7-bit codes stay in their narrow range inside the int8 container: exact.
     ptq::kernels::quantizer qz;
-    qz.qmin = -std::ldexp(1.0f, bits - 1);
-    qz.qmax = std::ldexp(1.0f, bits - 1) - 1.0f;
+    qz.qmin = static_cast<float>(qw.qmin);
+    qz.qmax = static_cast<float>(qw.qmax);
     std::vector<std::int8_t> codes(w.size());
     for (std::size_t i = 0; i < w.size(); ++i) {
       qz.scale = sw[per_channel ? layout->channel[i] : 0];
@@ -813,17 +882,9 @@ struct matched_model {
       return in.error();
     mm.inputs = std::move(in).value();
   } else {
-    if (r.manifest_path.empty())
-      return make_error(errc::invalid_argument, "the ONNX names need --model MANIFEST.json");
-    auto mtext = read_text_input(r.manifest_path, "--model");
-    if (!mtext)
-      return mtext.error();
-    auto manifest = ptq::parse_manifest(mtext.value(), weights);
-    if (!manifest) {
-      auto e = manifest.error();
-      e.message = "--model '" + r.manifest_path + "': " + e.message;
-      return e;
-    }
+    auto manifest = read_manifest(r, weights);
+    if (!manifest)
+      return manifest.error();
     mm.inputs.manifest = std::move(manifest).value();
   }
   const auto users = consumers_of(g);
@@ -834,27 +895,20 @@ struct matched_model {
     }
     return nullptr;
   };
-  const auto add = [&](const ptq::manifest_layer& l,
-                       const ptq::layer_record* rec) -> ptq::result<> {
+  const auto add = [&](const ptq::manifest_layer& l, const ptq::qdq_layer* q) -> ptq::result<> {
     auto node = match_node(g, users, l, r.onnx_path);
     if (!node)
       return node.error();
     layer_plan p;
     p.manifest = &l;
-    p.record = rec;
+    p.q = q;
     p.node = node.value();
     mm.plans.push_back(std::move(p));
     return {};
   };
   if (record_layers) {
-    for (const auto& e : mm.inputs.record.records) {
-      const auto* l = find_layer(e.key);
-      if (!l) {
-        return make_error(errc::record_unknown_layer, "--record '" + r.record_path +
-                                                          "': layer '" + e.key +
-                                                          "' is not in the manifest");
-      }
-      if (auto st = add(*l, &e.value); !st)
+    for (const auto& q : mm.inputs.table.layers) {  // the manifest's order
+      if (auto st = add(*find_layer(q.name), &q); !st)
         return st.error();
     }
   } else {
@@ -873,10 +927,9 @@ bool onnx_available() noexcept {
 }
 
 ptq::result<std::vector<onnx_qdq_layer_summary>> export_onnx_qdq(const onnx_qdq_request& r) {
-  if (auto st = check_outputs({{"-o", r.output_path}},
-                              {{"--onnx", r.onnx_path},
-                               {"--record", r.record_path},
-                               {"--model", r.manifest_path}});
+  if (auto st = check_outputs(
+          {{"-o", r.output_path}},
+          {{"--onnx", r.onnx_path}, {"--record", r.record_path}, {"--model", r.manifest_path}});
       !st) {
     return st.error();
   }
@@ -899,8 +952,8 @@ ptq::result<std::vector<onnx_qdq_layer_summary>> export_onnx_qdq(const onnx_qdq_
     return st.error();
   std::string bytes;
   if (!mm.model.model.SerializeToString(&bytes)) {
-    return make_error(errc::write_failed, "-o '" + r.output_path +
-                                              "': the model does not serialize (over 2 GiB?)");
+    return make_error(errc::write_failed,
+                      "-o '" + r.output_path + "': the model does not serialize (over 2 GiB?)");
   }
   if (auto st = ptq::io::write_file_atomic(r.output_path, bytes); !st)
     return st.error();

@@ -24,7 +24,7 @@ struct onnx_qdq_request {
   /// BatchNorm: the config decides whether calibration folded it (do_fusion,
   /// skip_fusion_layers), and the exported weights must be the ones the scales were taken on.
   std::string config_path;
-  std::string output_path;  ///< -o
+  std::string output_path;         ///< -o
   bool uint8_activations = false;  ///< activation zero points as uint8 (o_d + 128), not int8
 };
 
@@ -33,10 +33,11 @@ struct onnx_qdq_layer_summary {
   std::string layer;       ///< the record's layer name
   std::string node;        ///< the ONNX node it was matched to
   std::string activation;  ///< the activation tensor that now goes through Q/DQ
-  std::string weight;      ///< the weight initializer replaced by int8 + DequantizeLinear ("" for AvgPool)
-  int weight_axis = -1;    ///< DequantizeLinear axis of the weight (-1: per tensor)
-  bool fused = false;      ///< the BatchNorm after the Conv was folded into it
-  bool dmq = false;        ///< a Div by the DMQ factors was inserted before the Q
+  std::string
+      weight;  ///< the weight initializer replaced by int8 + DequantizeLinear ("" for AvgPool)
+  int weight_axis = -1;  ///< DequantizeLinear axis of the weight (-1: per tensor)
+  bool fused = false;    ///< the BatchNorm after the Conv was folded into it
+  bool dmq = false;      ///< a Div by the DMQ factors was inserted before the Q
 };
 
 /// Reads the record, manifest and model, inserts the Q/DQ nodes and writes `output_path`
@@ -46,6 +47,11 @@ struct onnx_qdq_layer_summary {
 /// the file, record, manifest and config codes of their readers.
 [[nodiscard]] ptq::result<std::vector<onnx_qdq_layer_summary>> export_onnx_qdq(
     const onnx_qdq_request& request);
+
+/// `ptq export --format onnx-qdq`: runs export_onnx_qdq, prints one line per layer on stdout
+/// (unless `quiet`) and any error on stderr as "ptq export: error: ... [E125x]". Returns the
+/// tool's exit code (0, or 1 for invalid input).
+[[nodiscard]] int run_onnx_qdq(const onnx_qdq_request& request, bool quiet);
 
 /// The ONNX names of one manifest layer, for formats that key by them when --onnx is given.
 struct onnx_layer_names {
