@@ -33,6 +33,7 @@ struct calibrate_args {
   std::string quant_config;
   std::string fake_quant_weights;
   std::string ada_data;
+  std::vector<std::string> exports;  ///< --export FORMAT=OUT (export_files.hpp)
   std::uint64_t seed = 0;
   unsigned threads = 0;
   bool json = false;

@@ -20,6 +20,7 @@
 #include "calibrate_report.hpp"
 #include "command.hpp"
 #include "config_io.hpp"
+#include "export_files.hpp"
 #include "input_files.hpp"
 #include "numeric_io.hpp"
 #include "outputs.hpp"
@@ -65,6 +66,7 @@ std::vector<named_path> outputs_of(const calibrate_args& a) {
     out.push_back({"--quant-config", a.quant_config});
   if (!a.fake_quant_weights.empty())
     out.push_back({"--fake-quant-weights", a.fake_quant_weights});
+  ptq_cli::add_export_paths(a.exports, out);
   return out;
 }
 
@@ -87,6 +89,8 @@ ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
     out.push_back(
         {{"--fake-quant-weights", a.fake_quant_weights}, ptq::io::format_safetensors(tensors)});
   }
+  if (auto st = ptq_cli::add_exports(a.exports, rec, model, s.plan(), out); !st)
+    return ptq::result<std::vector<ptq_cli::output_file>>(st.diagnostics());
   return out;
 }
 
@@ -359,6 +363,13 @@ const ptq_cli::register_command reg{
        sub.add_option("--quant-config", a->quant_config, "write the detailed JSON config here");
        sub.add_option("--fake-quant-weights", a->fake_quant_weights,
                       "write the fake-quantized weights (.safetensors) here");
+       sub.add_option("--export", a->exports,
+                      "also export the record: FORMAT=OUT (repeatable; trt-cache:VERSION=OUT; "
+                      "docs/export.md)")
+           ->check([](const std::string& v) {
+             auto r = ptq_cli::parse_export_spec(v);
+             return r ? std::string() : r.error().message;
+           });
        sub.add_option("--ada-data", a->ada_data,
                       "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
                       "under the layer's name (dim 0 is the sample axis)");

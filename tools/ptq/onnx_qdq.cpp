@@ -10,11 +10,29 @@
 // in float32, so only the Div keeps the activation codes equal to ptq's.
 #include "onnx_qdq.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "command.hpp"
 
 namespace ptq_cli {
+
+ptq::result<> apply_onnx_names(ptq::qdq_table& table, const std::string& onnx_path,
+                               const std::string& manifest_path) {
+  auto names = onnx_names(onnx_path, manifest_path);
+  if (!names)
+    return names.error();
+  for (auto& l : table.layers) {
+    const auto it = std::find_if(names->begin(), names->end(),
+                                 [&](const onnx_layer_names& n) { return n.layer == l.name; });
+    if (it == names->end())
+      continue;  // make_qdq_table checked every record layer against the same manifest
+    l.activation.tensor = it->activation;
+    if (l.weight && !it->weight.empty())
+      l.weight->tensor = it->weight;
+  }
+  return {};
+}
 
 int run_onnx_qdq(const onnx_qdq_request& request, bool quiet) {
   auto r = export_onnx_qdq(request);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
+#include "ptq/export/qdq_table.hpp"
 
 namespace ptq_cli {
 
@@ -66,5 +67,11 @@ struct onnx_layer_names {
 /// export_onnx_qdq for the model and the matching.
 [[nodiscard]] ptq::result<std::vector<onnx_layer_names>> onnx_names(
     const std::string& onnx_path, const std::string& manifest_path);
+
+/// Renames the table's entries to the ONNX model's names (onnx_names): each layer's activation
+/// tensor becomes its node's input 0, its weight tensor the node's weight initializer, so that
+/// `ptq export --onnx` keys every format as the engine reading that model expects.
+[[nodiscard]] ptq::result<> apply_onnx_names(ptq::qdq_table& table, const std::string& onnx_path,
+                                             const std::string& manifest_path);
 
 }  // namespace ptq_cli

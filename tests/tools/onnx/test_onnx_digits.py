@@ -53,7 +53,7 @@ def check_config(ptq, helper, examples, cfg, expect_accuracy=None):
             "--record", record, "--model", os.path.join(digits, "manifest.json"),
             "--config", cfg]
     run(base + ["-o", out])
-    run(base + ["-o", out_u8, "--uint8-activations", "--quiet"])
+    run(base + ["-o", out_u8, "--uint8-activations"])
     check(not [f for f in os.listdir(work) if ".tmp." in f], "a temporary file was left")
     m = check_model(out)
     m8 = check_model(out_u8)
@@ -139,8 +139,31 @@ def check_config(ptq, helper, examples, cfg, expect_accuracy=None):
           f"weights {', '.join(weights_checked)} equal to ptq's")
 
 
+def check_onnx_names(ptq, examples):
+    """--onnx with another format: entries keyed by the ONNX model's tensor names."""
+    work = tmpdir()
+    digits = os.path.join(examples, "digits")
+    cfg = os.path.join(examples, "configs", "quant.cfg")
+    record = os.path.join(work, "record.txt")
+    run([ptq, "calibrate", cfg, "--record", record, "--quiet"])
+    out = os.path.join(work, "enc.json")
+    run([ptq, "export", "--format", "aimet-1.0.0", "--record", record, "--model",
+         os.path.join(digits, "manifest.json"), "--weights",
+         os.path.join(digits, "model.safetensors"), "--config", cfg, "--onnx",
+         os.path.join(digits, "model.onnx"), "-o", out])
+    with open(out) as f:
+        enc = json.load(f)
+    acts = [e["name"] for e in enc["activation_encodings"]]
+    params = [e["name"] for e in enc["param_encodings"]]
+    check(acts == ["images", "/relu1/Relu_output_0", "/Flatten_output_0"],
+          f"--onnx activation names {acts}")
+    check(params == ["conv1.weight", "conv2.weight", "fc.weight"], f"--onnx weight names {params}")
+    print("--onnx: aimet-1.0.0 keys by the ONNX tensor names " + ", ".join(acts + params))
+
+
 def main():
     ptq, helper, examples = sys.argv[1:4]
+    check_onnx_names(ptq, examples)
     configs = os.path.join(examples, "configs")
     check_config(ptq, helper, examples, os.path.join(configs, "quant.cfg"), 535 / 540)
     for cfg in ("dmq_balancer.cfg", "quant_hfmg.cfg"):

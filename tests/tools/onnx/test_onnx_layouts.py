@@ -78,7 +78,7 @@ def main():
         f.write(entry("c", 0.02, -37, sc, balance=bc) + entry("t", 0.05, 5, st) +
                 entry("m", 0.1, 0, sm, balance=bm) + entry("g", 0.25, 3, sg, wts="INT4"))
     run([ptq, "export", "--format", "onnx-qdq", "--onnx", "model.onnx", "--record", "record.txt",
-         "--model", "manifest.json", "-o", "qdq.onnx", "--quiet"])
+         "--model", "manifest.json", "-o", "qdq.onnx"])
     m = check_model("qdq.onnx")
     inits = {t.name: nh.to_array(t) for t in m.graph.initializer}
     dqs = {n.input[0]: n for n in m.graph.node if n.op_type == "DequantizeLinear"}

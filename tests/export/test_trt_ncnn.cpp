@@ -1,0 +1,307 @@
+// The TensorRT cache and the ncnn table: hand-derived cases (exporters spec §1.3, §2.3, §6's
+// worked example) and re-reading parsers written from the grammars (spec §1.6, §2.1).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "export_fixtures.hpp"
+#include "ptq/export/ncnn_table.hpp"
+#include "ptq/export/trt_cache.hpp"
+
+using ptq_test::entry;
+using ptq_test::layer;
+
+namespace {
+
+ptq::export_options trt(bool strict = false) {
+  ptq::export_options o;
+  o.trt_version = "8601";
+  o.strict = strict;
+  return o;
+}
+
+std::vector<std::string> messages(const std::vector<ptq::error>& diags) {
+  std::vector<std::string> out;
+  for (const auto& d : diags)
+    out.push_back(ptq::format_error(d));
+  return out;
+}
+
+/// The TensorRT cache read back as ORT's ReadDynamicRange does (spec §1.1, §1.6): the header
+/// regex, `name: hex` lines, the hex decoded to float32; returns name -> step.
+std::map<std::string, float> parse_trt_cache(const std::string& text, std::string& header) {
+  std::map<std::string, float> out;
+  std::istringstream in(text);
+  std::string line;
+  REQUIRE(std::getline(in, header));
+  REQUIRE(std::regex_match(header, std::regex("^TRT-[0-9]+-[A-Za-z0-9]+$")));
+  const std::regex entry_re("^(.+): ([0-9a-f]{1,8})$");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    INFO(line);
+    REQUIRE(std::regex_match(line, m, entry_re));
+    const std::uint32_t bits = static_cast<std::uint32_t>(std::stoul(m[2].str(), nullptr, 16));
+    float v = 0.0f;
+    std::memcpy(&v, &bits, sizeof v);
+    REQUIRE(std::isfinite(v));
+    REQUIRE(v > 0.0f);
+    REQUIRE(out.count(m[1].str()) == 0);
+    out[m[1].str()] = v;
+  }
+  REQUIRE(text.back() == '\n');
+  return out;
+}
+
+struct ncnn_tables {
+  std::map<std::string, std::vector<float>> weights;  ///< "<layer>_param_0" -> multipliers
+  std::map<std::string, float> blobs;
+};
+
+/// The ncnn table read back as ncnn2int8's read_int8scale_table does (spec §2.1): no blank
+/// line (it would end the table), keys with "_param_" are weights, the rest blobs.
+ncnn_tables parse_ncnn_table(const std::string& text) {
+  ncnn_tables out;
+  std::istringstream in(text);
+  std::string line;
+  REQUIRE(text.back() == '\n');
+  while (std::getline(in, line)) {
+    INFO(line);
+    REQUIRE_FALSE(line.empty());
+    std::istringstream f(line);
+    std::string key;
+    f >> key;
+    REQUIRE(key.size() <= 255);
+    std::vector<float> v;
+    std::string tok;
+    while (f >> tok) {
+      std::size_t used = 0;
+      const float x = std::stof(tok, &used);
+      REQUIRE(used == tok.size());
+      REQUIRE(std::isfinite(x));
+      REQUIRE(x > 0.0f);
+      v.push_back(x);
+    }
+    REQUIRE_FALSE(v.empty());
+    if (key.find("_param_") != std::string::npos) {
+      out.weights[key] = v;
+    } else {
+      REQUIRE(v.size() == 1);
+      out.blobs[key] = v[0];
+    }
+  }
+  return out;
+}
+
+/// The worked example of spec §6: s_d 0.0235294, o_d -128, three channels.
+ptq::qdq_table worked_example() {
+  ptq::record_file rec;
+  rec.records.push_back(entry("conv1", 0.0235294f, -128, {0.00412f, 0.00388f, 0.00501f}));
+  ptq::model_manifest m;
+  m.layers.push_back(layer("conv1", ptq::layer_type::conv2d, {3, 2, 3, 3}));
+  auto t = ptq::make_qdq_table(rec, m);
+  REQUIRE(t.ok());
+  return t.value();
+}
+
+}  // namespace
+
+TEST_CASE("trt cache: the spec's worked example, and its loss reported") {
+  auto r = ptq::write_trt_cache(worked_example(), trt());
+  REQUIRE(r.ok());
+  CHECK(r.value() == "TRT-8601-EntropyCalibration2\nconv1: 3d4182ff\n");
+  CHECK(messages(r.warnings()) ==
+        std::vector<std::string>{
+            "warning: layer 'conv1': trt-cache: asymmetric activation (offset_d -128) on the "
+            "symmetric int8 grid: step 0.0472441 is 2.00787x scale_d 0.0235294 (1.01 bits "
+            "lost) [W1220]\n"});
+  std::string header;
+  const auto steps = parse_trt_cache(r.value(), header);
+  CHECK(header == "TRT-8601-EntropyCalibration2");
+  REQUIRE(steps.count("conv1") == 1);
+  // decode x 127 == amax (255 * s_d), to 1 ulp
+  const float amax = 0.0235294f * 255.0f;
+  CHECK(std::fabs(steps.at("conv1") * 127.0f - amax) <= std::nextafter(amax, 1e9f) - amax);
+  auto strict = ptq::write_trt_cache(worked_example(), trt(true));
+  REQUIRE_FALSE(strict.ok());
+  CHECK(strict.error().code == ptq::errc::export_lossy);
+  CHECK(ptq::format_error(strict.error()).rfind("error: layer 'conv1': trt-cache: asymmetric", 0) ==
+        0);
+}
+
+TEST_CASE("trt cache: symmetric 8-bit is exact (step = scale_d), asymmetric off {0,-128}") {
+  ptq::record_file rec;
+  rec.records.push_back(entry("a", 1.0f / 127.0f, 0, {0.5f}));
+  rec.records.push_back(entry("b", 0.02f, 27, {0.5f}));
+  auto t = ptq::make_qdq_table(rec);
+  REQUIRE(t.ok());
+  auto r = ptq::write_trt_cache(t.value(), trt());
+  REQUIRE(r.ok());
+  // b: amax = 0.02 * max(128 + 27, 127 - 27) = 3.1, step 3.1 / 127 (ratio 1.22047, spec §1.3)
+  const float step_b = 0.02f * 155.0f / 127.0f;
+  CHECK(r.value() ==
+        "TRT-8601-EntropyCalibration2\na: 3c010204\nb: " + ptq::detail::float_hex(step_b) + "\n");
+  REQUIRE(r.warnings().size() == 1);
+  CHECK(r.warnings()[0].message ==
+        "layer 'b': trt-cache: asymmetric activation (offset_d 27) on the symmetric int8 grid: "
+        "step 0.0244094 is 1.22047x scale_d 0.02 (0.29 bits lost)");
+}
+
+TEST_CASE("trt cache: 4-bit, INT16, DMQ and FORCE_FP16 are reported per layer") {
+  ptq::record_file rec;
+  auto a = entry("a4", 0.5f, 0, {0.5f});
+  a.value.act_type = "INT4";
+  auto w = entry("w16", 0.5f, 0, {0.5f});
+  w.value.act_type = "INT16";
+  auto d = entry("dmq", 0.25f, 0, {0.5f});
+  d.value.tensor_balance_factor = {0.5f, 4.0f};
+  d.value.fakequant_precision_mode = "FORCE_FP16_QUANT";
+  rec.records = {a, w, d};
+  auto t = ptq::make_qdq_table(rec);
+  REQUIRE(t.ok());
+  auto r = ptq::write_trt_cache(t.value(), trt());
+  REQUIRE(r.ok());
+  // a4: amax = 0.5 * 8 = 4 (the 4-bit grid's clip), step 4/127; w16 is left out
+  CHECK(r.value() == "TRT-8601-EntropyCalibration2\na4: " + ptq::detail::float_hex(4.0f / 127.0f) +
+                         "\ndmq: 3e800000\n");
+  CHECK(messages(r.warnings()) ==
+        std::vector<std::string>{
+            "warning: layer 'a4': trt-cache: 4-bit activation on the int8 grid: step 0.0314961 "
+            "is 0.0629921x scale_d 0.5 (same clip range 4, a different grid) [W1220]\n",
+            "warning: layer 'w16': trt-cache: INT16 activation has no TensorRT int8 form; the "
+            "layer is left out (it runs unquantized) [W1220]\n",
+            "warning: layer 'dmq': trt-cache: 2 DMQ factors in [0.5, 4] are not in the file; the "
+            "graph needs Mul(x, 1/b) before the layer and the weight times b along Cin "
+            "(docs/export.md) [W1220]\n",
+            "warning: layer 'dmq': trt-cache: FORCE_FP16_QUANT is not in the file (the deploy "
+            "dequant scale keeps 10 mantissa bits, up to 2^-10 relative) [W1220]\n"});
+}
+
+TEST_CASE("trt cache: the header options are checked") {
+  const auto t = worked_example();
+  ptq::export_options o;
+  auto r = ptq::write_trt_cache(t, o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ptq::errc::export_option_invalid);
+  CHECK(r.error().message ==
+        "trt-cache needs the TensorRT version as the decimal number TensorRT prints in the cache "
+        "header (8601 for 8.6.1, 100300 for 10.3.0), got ''");
+  o.trt_version = "100300";
+  o.trt_calibrator = "Min Max";
+  r = ptq::write_trt_cache(t, o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "the TensorRT calibrator 'Min Max' must be a word such as EntropyCalibration2 or "
+        "MinMaxCalibration");
+  o.trt_calibrator = "MinMaxCalibration";
+  r = ptq::write_trt_cache(t, o);
+  REQUIRE(r.ok());
+  CHECK(r.value().rfind("TRT-100300-MinMaxCalibration\n", 0) == 0);
+}
+
+TEST_CASE("ncnn table: the spec's worked example") {
+  auto r = ptq::write_ncnn_table(worked_example());
+  REQUIRE(r.ok());
+  CHECK(r.value() == "conv1_param_0 242.71843 257.73196 199.6008\nconv1 21.16668\n");
+  REQUIRE(r.warnings().size() == 1);
+  CHECK(r.warnings()[0].message.rfind("layer 'conv1': ncnn-table: asymmetric activation", 0) == 0);
+  const auto p = parse_ncnn_table(r.value());
+  CHECK(p.weights.at("conv1_param_0") ==
+        std::vector<float>{1.0f / 0.00412f, 1.0f / 0.00388f, 1.0f / 0.00501f});
+  CHECK(p.blobs.at("conv1") == 127.0f / (0.0235294f * 255.0f));
+}
+
+TEST_CASE("ncnn table: value counts per layer kind; weight lines first") {
+  ptq::record_file rec;
+  rec.records.push_back(entry("dw", 0.5f, 0, {0.25f, 0.5f, 0.125f}));
+  rec.records.push_back(entry("grouped", 0.5f, 0, {0.25f, 0.5f, 0.125f, 0.125f}));
+  rec.records.push_back(entry("fc", 0.5f, 0, {0.1f}));
+  rec.records.push_back(entry("up", 0.5f, 0, {0.1f}));
+  auto w6 = entry("six", 0.5f, 0, {0.25f, 0.5f});
+  w6.value.wts_type = "INT6";
+  rec.records.push_back(w6);
+  ptq::model_manifest m;
+  auto dw = layer("dw", ptq::layer_type::conv2d, {3, 1, 3, 3});
+  dw.desc.conv.groups = 3;
+  auto gr = layer("grouped", ptq::layer_type::conv2d, {4, 2, 3, 3});
+  gr.desc.conv.groups = 2;
+  m.layers = {dw, gr, layer("fc", ptq::layer_type::linear, {4, 8}),
+              layer("up", ptq::layer_type::conv_transpose2d, {2, 2, 2, 2}),
+              layer("six", ptq::layer_type::conv2d, {2, 1, 3, 3})};
+  auto t = ptq::make_qdq_table(rec, m);
+  REQUIRE(t.ok());
+  auto r = ptq::write_ncnn_table(t.value());
+  REQUIRE(r.ok());
+  // depthwise: one per group = channel (exact); grouped: per group, the larger step (1/0.5,
+  // 1/0.125); Linear: the per-tensor value replicated num_output = 4 times; 6-bit weights:
+  // 1/scale_w is 31/amax, ncnn's own 6-bit choice; ConvTranspose2d is left out.
+  CHECK(r.value() ==
+        "dw_param_0 4 2 8\n"
+        "grouped_param_0 2 8\n"
+        "fc_param_0 10 10 10 10\n"
+        "six_param_0 4 2\n"
+        "dw 2\ngrouped 2\nfc 2\nsix 2\n");
+  CHECK(messages(r.warnings()) ==
+        std::vector<std::string>{
+            "warning: layer 'grouped': ncnn-table: ConvolutionDepthWise holds one weight scale "
+            "per group; the largest step of each group is used, up to 2x a channel's calibrated "
+            "step [W1220]\n",
+            "warning: layer 'up': ncnn-table: ncnn's int8 table covers Convolution, "
+            "ConvolutionDepthWise and InnerProduct only, not ConvTranspose2d; the layer is left "
+            "out (it runs in float) [W1220]\n"});
+  const auto p = parse_ncnn_table(r.value());
+  CHECK(p.weights.size() == 4);
+  CHECK(p.blobs.size() == 4);
+  CHECK(p.weights.at("fc_param_0").size() == 4);  // num_output
+  CHECK(p.weights.at("dw_param_0").size() == 3);  // group
+  CHECK(p.weights.at("grouped_param_0").size() == 2);
+}
+
+TEST_CASE("ncnn table: needs the manifest; names ncnn would misfile are errors") {
+  ptq::record_file rec;
+  rec.records.push_back(entry("fc", 0.5f, 0, {0.1f}));
+  auto t = ptq::make_qdq_table(rec);
+  REQUIRE(t.ok());
+  auto r = ptq::write_ncnn_table(t.value());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ptq::errc::export_needs_model);
+  CHECK(r.error().message ==
+        "layer 'fc': ncnn-table needs the layer types and output-channel counts; give --model "
+        "and --weights");
+  ptq::record_file bad;
+  bad.records.push_back(entry("block_param_1", 0.5f, 0, {0.1f}));
+  ptq::model_manifest m;
+  m.layers.push_back(layer("block_param_1", ptq::layer_type::linear, {2, 2}));
+  auto tb = ptq::make_qdq_table(bad, m);
+  REQUIRE(tb.ok());
+  r = ptq::write_ncnn_table(tb.value());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ptq::errc::export_not_representable);
+  CHECK(r.error().message ==
+        "layer 'block_param_1': ncnn-table: ncnn's reader files a key containing \"_param_\" as "
+        "a weight and cuts keys at whitespace or 255 bytes; rename the layer");
+}
+
+TEST_CASE("ncnn table: strict turns a left-out layer into an error and writes nothing") {
+  ptq::record_file rec;
+  auto e = entry("c", 0.5f, 0, {0.1f, 0.1f});
+  e.value.act_type = "INT16";
+  rec.records.push_back(e);
+  ptq::model_manifest m;
+  m.layers.push_back(layer("c", ptq::layer_type::conv2d, {2, 1, 1, 1}));
+  auto t = ptq::make_qdq_table(rec, m);
+  REQUIRE(t.ok());
+  ptq::export_options o;
+  o.strict = true;
+  auto r = ptq::write_ncnn_table(t.value(), o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(ptq::format_error(r.error()) ==
+        "error: layer 'c': ncnn-table: INT16 activation has no ncnn int8 form; the layer is left "
+        "out (it runs in float) [E1220]\n");
+}
