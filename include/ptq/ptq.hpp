@@ -6,12 +6,14 @@
 //   ptq/record_json.hpp  + the record as JSON (nlohmann_json)
 //   ptq/manifest.hpp     + the model manifest (nlohmann_json)
 //   ptq/io.hpp           .npy, safetensors, atomic writes
+//   ptq/export.hpp       + the exporters: QDQ table, TensorRT, ncnn, AIMET, AMCT deploy
 #pragma once
 
 #include "ptq/algorithms.hpp"
 #include "ptq/config.hpp"
 #include "ptq/config_json.hpp"
 #include "ptq/core.hpp"
+#include "ptq/export.hpp"
 #include "ptq/io.hpp"
 #include "ptq/kernels.hpp"
 #include "ptq/manifest.hpp"

@@ -76,7 +76,7 @@ TEST_CASE("ptq calibrate --export writes every format; ptq export gives the same
     const std::string out = std::string("exp2_") + f.golden;
     const auto e =
         ptq_test::run_cli("export --format " + std::string(f.format) + " --record " + golden +
-                          "record.txt" + model + " -o " + out + " --trt-version 8601");
+                          "record.txt" + model + config + " -o " + out + " --trt-version 8601");
     INFO(e.err);
     CHECK(e.code == 0);
     CHECK(e.out.empty());
@@ -172,8 +172,8 @@ TEST_CASE("ptq export: wrong inputs are clear errors and write nothing", "[expor
     const auto r =
         ptq_test::run_cli("export --format qdq-json --record exp_bad_record.txt -o x.json");
     CHECK(r.code == 1);
-    CHECK(r.err.rfind("exp_bad_record.txt: error: record 'conv1': scale_d must be finite and "
-                      "greater than 0 [E701]\n",
+    CHECK(r.err.rfind("exp_bad_record.txt:1:1: error: record 'conv1': scale_d must be finite "
+                      "and greater than 0 [E701]\n",
                       0) == 0);
     std::remove("exp_bad_record.txt");
   }

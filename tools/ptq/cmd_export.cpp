@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -47,6 +48,31 @@ int fail_all(const std::vector<ptq::error>& diags) {
       std::cerr << "ptq export: " << ptq::format_error(d);
   }
   return ptq_cli::exit_error;
+}
+
+/// Without --config the deployed bias of a layer with a BatchNorm assumes the fusion default:
+/// said as W1220 for the formats that write the bias (an error with --strict: false).
+bool warn_assumed_fusion(const export_args& a, std::string_view format, const ptq::qdq_table& table,
+                         const ptq::model_manifest& model) {
+  if (format != "amct-deploy" && format != "qdq-json")
+    return true;
+  std::vector<std::string> bn;
+  for (const auto& m : model.layers) {
+    if (m.desc.batch_norm && table.find(m.desc.name))
+      bn.push_back(m.desc.name);
+  }
+  if (bn.empty())
+    return true;
+  std::string names;
+  for (const auto& n : bn)
+    names += (names.empty() ? "" : ", ") + n;
+  const auto w =
+      ptq::error(ptq::errc::export_lossy, a.strict ? ptq::severity::error : ptq::severity::warning,
+                 (bn.size() == 1 ? "layer " + names + " has" : "layers " + names + " have") +
+                     " a BatchNorm: the bias written is the fused one (do_fusion: true); give the "
+                     "calibration's CONFIG with --config if it kept a BatchNorm apart");
+  std::cerr << "ptq export: " << ptq::format_error(w);
+  return !a.strict;
 }
 
 int run_export(const export_args& a) {
@@ -124,24 +150,11 @@ int run_export(const export_args& a) {
       o.fuse_batch_norm = c.do_fusion.value_or(ptq::defaults::do_fusion);
       for (const auto& n : c.skip_fusion_layers)
         o.skip_fusion_layers.push_back(n.value);
-    } else if (format->name == "amct-deploy" || format->name == "qdq-json") {
-      std::string bn;
-      for (const auto& m : model.value().layers) {
-        if (m.desc.batch_norm && rec.value().find(m.desc.name))
-          bn += (bn.empty() ? "" : ", ") + m.desc.name;
-      }
-      if (!bn.empty()) {
-        const auto w = ptq::error(
-            ptq::errc::export_lossy, a.strict ? ptq::severity::error : ptq::severity::warning,
-            "layers " + bn +
-                " have a BatchNorm: the bias written is the fused one (do_fusion: true); give "
-                "the calibration's CONFIG with --config if it kept a BatchNorm apart");
-        std::cerr << "ptq export: " << ptq::format_error(w);
-        if (a.strict)
-          return ptq_cli::exit_error;
-      }
     }
     table = ptq::make_qdq_table(rec.value(), model.value(), o);
+    if (table && a.config.empty() &&
+        !warn_assumed_fusion(a, format->name, table.value(), model.value()))
+      return ptq_cli::exit_error;
   }
   if (!table)
     return fail_all(table.diagnostics());
