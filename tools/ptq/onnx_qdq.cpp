@@ -945,12 +945,13 @@ bool onnx_available() noexcept {
 }
 
 ptq::result<std::vector<onnx_qdq_layer_summary>> export_onnx_qdq(const onnx_qdq_request& r) {
-  if (auto st = check_outputs(
-          {{"-o", r.output_path}},
-          {{"--onnx", r.onnx_path}, {"--record", r.record_path}, {"--model", r.manifest_path}});
-      !st) {
+  std::vector<named_path> inputs = {{"--onnx", r.onnx_path}, {"--record", r.record_path}};
+  if (!r.manifest_path.empty())
+    inputs.push_back({"--model", r.manifest_path});
+  if (!r.config_path.empty())
+    inputs.push_back({"--config", r.config_path});
+  if (auto st = check_outputs({{"-o", r.output_path}}, inputs); !st)
     return st.error();
-  }
   auto matched = load_and_match(r, true);
   if (!matched)
     return matched.error();
