@@ -23,7 +23,6 @@ import struct
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
 
 SEED = 20261130
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -67,6 +66,8 @@ def write_safetensors(path, tensors):
 
 
 def main():
+    from sklearn.datasets import load_digits  # here, so export_onnx.py can import DigitsNet
+
     torch.manual_seed(SEED)
     rng = np.random.default_rng(SEED)
     digits = load_digits()

@@ -12,6 +12,7 @@
 #include "config_io.hpp"
 #include "export_files.hpp"
 #include "input_files.hpp"
+#include "onnx_qdq.hpp"
 #include "outputs.hpp"
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/io/safetensors.hpp"
@@ -27,6 +28,8 @@ struct export_args {
   std::string weights;
   std::string output;
   std::string config;
+  std::string onnx;  ///< --onnx: onnx-qdq's input model; the ONNX names for the other formats
+  bool uint8_activations = false;
   std::string trt_version;
   std::string calibrator = "EntropyCalibration2";
   bool strict = false;
@@ -73,6 +76,15 @@ bool warn_assumed_fusion(const export_args& a, std::string_view format, const pt
 }
 
 int run_export(const export_args& a) {
+  if (a.format == "onnx-qdq") {  // a model to model export: onnx_qdq.cpp
+    if (a.onnx.empty() || !a.weights.empty()) {
+      std::cerr << "ptq export: error: onnx-qdq reads --onnx MODEL.onnx (and its weights from it, "
+                   "not from --weights)\n";
+      return ptq_cli::exit_usage;
+    }
+    return ptq_cli::run_onnx_qdq(
+        {a.onnx, a.record, a.model, a.config, a.output, a.uint8_activations}, false);
+  }
   const auto* format = ptq::find_export_format(a.format);
   if (!format) {
     std::cerr << "ptq export: " << ptq::format_error(ptq_cli::unknown_format(a.format));
@@ -146,6 +158,15 @@ int run_export(const export_args& a) {
   }
   if (!table)
     return fail_all(table.diagnostics());
+  if (!a.onnx.empty()) {  // key by the ONNX model's tensor names
+    if (a.model.empty()) {
+      return fail(ptq::make_error(ptq::errc::export_needs_model,
+                                  "--onnx needs --model: the manifest's weight names find each "
+                                  "layer's node"));
+    }
+    if (auto st = ptq_cli::apply_onnx_names(table.value(), a.onnx, a.model); !st)
+      return fail(st.error());
+  }
   ptq_cli::export_request req{a.format, a.output, {}};
   req.options.strict = a.strict;
   req.options.trt_version = a.trt_version;
@@ -167,7 +188,8 @@ const ptq_cli::register_command reg{
            "are the manifest's: the layer name for its activation, the weight tensor's name for "
            "parameters. Lossy conversions are reported per layer (W1220); --strict makes them "
            "errors. The output is written atomically, and not at all on an error.");
-       sub.add_option("--format", a->format, "one of: " + ptq_cli::export_format_list())
+       sub.add_option("--format", a->format,
+                      "one of: " + ptq_cli::export_format_list() + ", onnx-qdq")
            ->required();
        sub.add_option("--record", a->record, "the record file (ptq calibrate --record)")
            ->required();
@@ -177,6 +199,11 @@ const ptq_cli::register_command reg{
        sub.add_option("--config", a->config,
                       "the calibration's simple config: which BatchNorms were fused (the "
                       "deployed bias)");
+       sub.add_option("--onnx", a->onnx,
+                      "onnx-qdq: the float ONNX model to quantize; other formats: key by its "
+                      "tensor names");
+       sub.add_flag("--uint8-activations", a->uint8_activations,
+                    "onnx-qdq: activation zero points as uint8 (offset_d + 128), not int8");
        sub.add_flag("--strict", a->strict, "a lossy conversion is an error");
        sub.add_option("--trt-version", a->trt_version,
                       "trt-cache: TensorRT's version as its cache header writes it (8601 for "

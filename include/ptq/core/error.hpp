@@ -27,7 +27,8 @@
 // fix; a number never changes meaning. Ranges: 1xx lexical, 11x syntax, 2xx schema, 3xx values,
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
 // manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
-// 1200-1249 export (errors 120x, the lossy-conversion warning 1220).
+// 1200-1249 export (errors 120x, the lossy-conversion warning 1220), 1250-1299 the ONNX QDQ
+// exporter.
 // 1400-1449 serialized statistic states (scale-out).
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
@@ -122,6 +123,11 @@
   X(export_unknown_format, 1207)          \
   X(export_option_invalid, 1208)          \
   X(export_lossy, 1220)                   \
+  X(onnx_unavailable, 1250)               \
+  X(onnx_model_invalid, 1251)             \
+  X(onnx_layer_unmatched, 1252)           \
+  X(onnx_unsupported, 1253)               \
+  X(onnx_fusion_unknown, 1254)            \
   X(report_session_incomplete, 1301)      \
   X(report_stats_missing, 1302)           \
   X(report_input_invalid, 1303)           \
