@@ -234,4 +234,9 @@ TEST_CASE("ptq calibrate --export: a bad value is a usage error before any work"
         std::string::npos);
   CHECK_FALSE(exists("exp_r.txt"));
   CHECK_FALSE(exists("exp_r.cache"));
+  r = ptq_test::run_cli("calibrate --quiet --export onnx-qdq=exp_q.onnx");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--export 'onnx-qdq=exp_q.onnx': onnx-qdq rewrites a float ONNX model; after "
+                   "calibrating, run ptq export --format onnx-qdq --onnx MODEL.onnx --record "
+                   "RECORD --model MANIFEST --config CONFIG -o OUT") != std::string::npos);
 }

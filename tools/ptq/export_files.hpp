@@ -53,6 +53,14 @@ struct export_request {
     if (c2 != std::string::npos)
       r.options.trt_calibrator = rest.substr(c2 + 1);
   }
+  if (r.format == "onnx-qdq") {
+    // The QDQ model is the float ONNX model rewritten, an input calibrate does not take.
+    return ptq::make_error(ptq::errc::export_option_invalid,
+                           "--export '" + spec +
+                               "': onnx-qdq rewrites a float ONNX model; after calibrating, run "
+                               "ptq export --format onnx-qdq --onnx MODEL.onnx --record RECORD "
+                               "--model MANIFEST --config CONFIG -o OUT");
+  }
   if (!ptq::find_export_format(r.format))
     return unknown_format(r.format);
   if (r.format == "trt-cache" && r.options.trt_version.empty()) {
