@@ -35,7 +35,7 @@ namespace ptq_cli {
       auto t = load_tensor(path, cmd);
       if (!t)
         return ptq::make_error(ptq::errc::read_failed, path);
-      total += t->data.size();
+      total += t->size();
     }
   }
   ptq::two_pass_observer obs(s, numeric_kernels());
@@ -46,7 +46,7 @@ namespace ptq_cli {
       auto t = load_tensor(paths[b], cmd);
       if (!t)
         return ptq::make_error(ptq::errc::read_failed, paths[b]);
-      if (auto st = obs.observe(b, t->data.data(), t->data.size()); !st)
+      if (auto st = obs.observe(b, t->data(), t->size()); !st)
         return fail(paths[b], st.error());
     }
     if (pass == 1) {
@@ -72,7 +72,7 @@ namespace ptq_cli {
     auto t = load_tensor(paths[b], cmd);
     if (!t)
       return ptq::make_error(ptq::errc::read_failed, paths[b]);
-    auto st = ptq::observe(h, t->data.data(), t->data.size(), s.num_of_bins, numeric_kernels(),
+    auto st = ptq::observe(h, t->data(), t->size(), s.num_of_bins, numeric_kernels(),
                            "activation batch " + std::to_string(b));
     if (!st) {
       numeric_fail(cmd, paths[b] + ": " + st.error().message);
