@@ -500,7 +500,7 @@ struct parsed_inputs {
   });
   for (auto& p : plans)
     p.weight.assign(p.manifest->desc.weight.begin(), p.manifest->desc.weight.end());
-  if (!any_bn)
+  if (!any_bn && r.config_path.empty())
     return {};
   std::string with_bn;
   for (const auto& p : plans) {
@@ -531,6 +531,16 @@ struct parsed_inputs {
     auto e = session.error();
     e.message = "--config '" + r.config_path + "': " + e.message;
     return e;
+  }
+  // The record holds AdaRound's scales but not its learned rounding, so re-rounding the float
+  // weight to nearest would export codes that differ from ptq's fake-quantized weights.
+  if (const auto ada = session->ada_layers(); !ada.empty()) {
+    return make_error(errc::onnx_unsupported,
+                      "--config '" + r.config_path + "': layer '" + ada.front() +
+                          "' is quantized by AdaRound (ada_quantize), whose learned rounding the "
+                          "record does not hold; onnx-qdq would round its weights to nearest",
+                      "export the ARQ layers only, or use the fake-quantized weights of "
+                      "ptq calibrate --fake-quant-weights in the float model");
   }
   for (auto& p : plans) {
     const auto* l = session->find(p.manifest->desc.name);

@@ -98,6 +98,13 @@ def main():
            "folded it into the weights is the config's choice (do_fusion, skip_fusion_layers) "
            "[E1254]\nnote: pass the calibration's config with --config\n")
 
+    shutil.copy(os.path.join(examples, "configs", "digits_ada.cfg"), "ada.cfg")
+    expect(export(config="ada.cfg"),
+           "ptq export: error: --config 'ada.cfg': layer 'conv1' is quantized by AdaRound "
+           "(ada_quantize), whose learned rounding the record does not hold; onnx-qdq would "
+           "round its weights to nearest [E1253]\nnote: export the ARQ layers only, or use the "
+           "fake-quantized weights of ptq calibrate --fake-quant-weights in the float model\n")
+
     m = onnx.load("model.onnx")
     m.opset_import[0].version = 11
     onnx.save(m, "opset11.onnx")
