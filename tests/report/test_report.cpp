@@ -168,7 +168,7 @@ TEST_CASE("HFMG statistics come from its histogram: bins summed, the search path
 }
 
 TEST_CASE("keeping search statistics changes no scale: the records are byte-identical",
-          "[report][digits]") {
+          "[report][digits][slow]") {
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
     INFO(cfg);
     const auto& with = calibrate(cfg, true);
@@ -182,7 +182,8 @@ TEST_CASE("keeping search statistics changes no scale: the records are byte-iden
   }
 }
 
-TEST_CASE("a report of the digits model: values from the session, JSON and HTML", "[report]") {
+TEST_CASE("a report of the digits model: values from the session, JSON and HTML",
+          "[report][digits][slow]") {
   const auto& r = calibrate("quant.cfg", true);
   ptq::report_summary sum;
   sum.model = "digits";

@@ -120,7 +120,7 @@ TEST_CASE("AdaRound weights are identical for every thread count", "[digits][ada
 }
 
 TEST_CASE("the bounded memory mode: the engine's second pass gives the same record",
-          "[digits][two_pass]") {
+          "[digits][two_pass][slow]") {
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
     INFO(cfg);
     std::string text;
