@@ -9,3 +9,4 @@
 #include "ptq/session/layer.hpp"
 #include "ptq/session/record.hpp"
 #include "ptq/session/session.hpp"
+#include "ptq/session/shard_exchange.hpp"

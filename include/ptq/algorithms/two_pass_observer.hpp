@@ -114,6 +114,24 @@ class two_pass_observer {
     return make_error(errc::session_call_invalid, name_ + ": finalize before pass 2");
   }
 
+  /// Continues from `st`, a state of this observer's algorithm (a merge of several observers'
+  /// states): a pass-1 state resumes pass 1, a pass-2 state pass 2.
+  [[nodiscard]] result<> resume(state_variant st) {
+    const bool ifmr = std::holds_alternative<ifmr_tails_state>(st) ||
+                      std::holds_alternative<ifmr_losses_state>(st);
+    const bool hfmg = std::holds_alternative<hfmg_ranges_state>(st) ||
+                      std::holds_alternative<hfmg_bins_state>(st);
+    if ((s_.algo == activation_algo::ifmr && !ifmr) || (s_.algo == activation_algo::hfmg && !hfmg))
+      return make_error(errc::state_mismatch, name_ + ": a state of another algorithm");
+    pass_ = std::holds_alternative<ifmr_tails_state>(st) ||
+                    std::holds_alternative<hfmg_ranges_state>(st)
+                ? 1
+                : 2;
+    state_ = std::move(st);
+    return {};
+  }
+
+  [[nodiscard]] const activation_settings& settings() const noexcept { return s_; }
   [[nodiscard]] int pass() const noexcept { return pass_; }
   [[nodiscard]] state_variant& state() noexcept { return state_; }
   [[nodiscard]] const state_variant& state() const noexcept { return state_; }

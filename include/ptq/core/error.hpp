@@ -29,7 +29,7 @@
 // manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
 // 1200-1249 export (errors 120x, the lossy-conversion warning 1220), 1250-1299 the ONNX QDQ
 // exporter.
-// 1400-1449 serialized statistic states (scale-out).
+// 1400-1449 serialized statistic states and sharded sessions (scale-out).
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -114,6 +114,7 @@
   X(interrupted, 1103)                    \
   X(bundled_data_not_found, 1104)         \
   X(unknown_command, 1105)                \
+  X(mpi_unavailable, 1106)                \
   X(export_layer_unknown, 1201)           \
   X(export_value_invalid, 1202)           \
   X(export_shape_mismatch, 1203)          \
@@ -136,7 +137,8 @@
   X(state_truncated, 1403)                \
   X(state_checksum_mismatch, 1404)        \
   X(state_invalid, 1405)                  \
-  X(state_mismatch, 1406)
+  X(state_mismatch, 1406)                 \
+  X(shard_invalid, 1407)
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

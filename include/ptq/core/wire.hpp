@@ -35,6 +35,9 @@ enum class state_kind : std::uint16_t {
   hfmg_ranges = 5,
   hfmg_bins = 6,
   invariant_histogram = 7,
+  shard_states = 8,   ///< a session's per-layer states of one pass (shard_exchange.hpp)
+  shard_results = 9,  ///< a sharded session's per-layer activation results
+  shard_status = 10,  ///< one rank's status in a sharded exchange: ok and bytes, or an error
 };
 
 [[nodiscard]] constexpr const char* to_string(state_kind k) noexcept {
@@ -53,6 +56,12 @@ enum class state_kind : std::uint16_t {
       return "hfmg_bins";
     case state_kind::invariant_histogram:
       return "invariant_histogram";
+    case state_kind::shard_states:
+      return "shard_states";
+    case state_kind::shard_results:
+      return "shard_results";
+    case state_kind::shard_status:
+      return "shard_status";
   }
   return "?";
 }
@@ -106,6 +115,11 @@ struct wire_writer {
     for (const std::int64_t d : v)
       u64(static_cast<std::uint64_t>(d));
   }
+  /// A length-prefixed byte string (a name, or a nested frame).
+  void bytes(std::string_view b) {
+    u64(b.size());
+    out.append(b.data(), b.size());
+  }
 };
 
 /// Reads little-endian fields of a payload; the first failure sticks (later reads return 0) and
@@ -119,6 +133,7 @@ class wire_reader {
   [[nodiscard]] bool at_end() const noexcept { return pos_ == s_.size(); }
 
   std::uint8_t u8() noexcept { return static_cast<std::uint8_t>(get(1)); }
+  std::uint16_t u16() noexcept { return static_cast<std::uint16_t>(get(2)); }
   std::uint32_t u32() noexcept { return static_cast<std::uint32_t>(get(4)); }
   std::uint64_t u64() noexcept { return get(8); }
   float f32() noexcept {
@@ -159,6 +174,15 @@ class wire_reader {
     std::vector<std::int64_t> v(count(8));
     for (std::int64_t& x : v)
       x = static_cast<std::int64_t>(u64());
+    return v;
+  }
+  /// A length-prefixed byte string, viewing the payload (empty once the reader failed).
+  std::string_view bytes() noexcept {
+    const std::size_t n = count(1);
+    if (failed_)
+      return {};
+    const std::string_view v = s_.substr(pos_, n);
+    pos_ += n;
     return v;
   }
 
@@ -209,8 +233,9 @@ class wire_reader {
   if (std::memcmp(bytes.data(), wire_magic, sizeof wire_magic) != 0)
     return make_error(errc::state_bad_magic, w + ": not a ptq state (bad magic, expected 'PTQS')");
   wire_reader r(bytes.substr(4));
-  const auto version = static_cast<std::uint16_t>(r.u8() | (r.u8() << 8));
-  const auto k = static_cast<std::uint16_t>(r.u8() | (r.u8() << 8));
+  // One read per statement: the operands of `|` are evaluated in no fixed order.
+  const std::uint16_t version = r.u16();
+  const std::uint16_t k = r.u16();
   const std::uint64_t len = r.u64();
   if (version != wire_version) {
     return make_error(errc::state_bad_version,

@@ -43,6 +43,45 @@ inline namespace PTQ_ABI_NAMESPACE {
   return s;
 }
 
+namespace detail {
+
+/// The layer's view of `input`: divided by its DMQ factors into `scaled`, or `input` itself.
+[[nodiscard]] inline result<const float*> balanced_input(const session_layer& l,
+                                                         const tensor_ref& input,
+                                                         std::vector<float>& scaled) {
+  if (l.balance_factors.empty())
+    return input.data;
+  scaled.assign(input.data, input.data + input.size());
+  if (auto st = dmq_apply_to_activation(scaled.data(), input.shape, l.desc.type, l.balance_factors);
+      !st) {
+    return in_layer(l.desc.name, st.error());
+  }
+  return static_cast<const float*>(scaled.data());
+}
+
+/// Starts the layer's two-pass observer on its first batch of `n` elements; every batch of the
+/// layer has `n` (IFMR's ranks need the total before pass 1).
+[[nodiscard]] inline result<> begin_two_pass(session_layer& l, std::size_t n, std::size_t batch_num,
+                                             const kernels::kernel_set& k) {
+  l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
+  l.bounded_batch_size = n;
+  if (auto st = l.bounded->begin(static_cast<std::uint64_t>(batch_num) * n); !st)
+    return in_layer(l.desc.name, st.error());
+  return {};
+}
+
+[[nodiscard]] inline error batch_size_changed(const session_layer& l, std::size_t b,
+                                              std::size_t n) {
+  return make_error(errc::session_input_invalid,
+                    l.desc.name + ": batch " + std::to_string(b) + " has " + std::to_string(n) +
+                        " elements, the layer's first batch had " +
+                        std::to_string(l.bounded_batch_size) +
+                        "; two-pass calibration (--memory bounded, --mpi) needs batches of one "
+                        "size");
+}
+
+}  // namespace detail
+
 /// One activation batch of a layer in the bounded mode: batches [0, batch_num) are pass 1,
 /// [batch_num, 2·batch_num) pass 2 (the same batches again); the activation is finalized after
 /// the last (FORCE_FP16_QUANT when `fp16`).
@@ -54,29 +93,17 @@ inline namespace PTQ_ABI_NAMESPACE {
   const std::size_t b = l.batches_seen % batch_num;
   const bool first_pass = l.batches_seen < batch_num;
   std::vector<float> scaled;
-  const float* x = input.data;
-  if (!l.balance_factors.empty()) {
-    scaled.assign(input.data, input.data + input.size());
-    if (auto st =
-            dmq_apply_to_activation(scaled.data(), input.shape, l.desc.type, l.balance_factors);
-        !st) {
-      return in_layer(l.desc.name, st.error());
-    }
-    x = scaled.data();
-  }
+  auto x = detail::balanced_input(l, input, scaled);
+  if (!x)
+    return x.error();
   const std::size_t n = input.size();
   if (l.batches_seen == 0) {
-    l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
-    l.bounded_batch_size = n;
-    if (auto st = l.bounded->begin(static_cast<std::uint64_t>(batch_num) * n); !st)
-      return in_layer(l.desc.name, st.error());
+    if (auto st = detail::begin_two_pass(l, n, batch_num, k); !st)
+      return st;
   } else if (first_pass && n != l.bounded_batch_size) {
-    return make_error(errc::session_input_invalid,
-                      l.desc.name + ": batch " + std::to_string(b) + " has " + std::to_string(n) +
-                          " elements, batch 0 had " + std::to_string(l.bounded_batch_size) +
-                          "; the bounded memory mode needs batches of one size");
+    return detail::batch_size_changed(l, b, n);
   }
-  if (auto st = l.bounded->observe(b, x, n); !st)
+  if (auto st = l.bounded->observe(b, x.value(), n); !st)
     return in_layer(l.desc.name, st.error());
   ++l.batches_seen;
   if (l.batches_seen == batch_num) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "ptq/algorithms/ada.hpp"
@@ -45,12 +46,29 @@ struct progress_event {
   std::size_t total = 0;   ///< steps of this phase
 };
 
+/// This process's part of a sharded activation phase (docs/scale-out.md): rank `rank` of
+/// `count` feeds the batches b with b % count == rank, twice, and the ranks exchange their
+/// states after each pass (shard_exchange.hpp). The other phases run on every rank alike.
+struct shard_info {
+  std::size_t rank = 0;
+  std::size_t count = 1;
+};
+
+/// How many of `batch_num` batches rank `rank` of `count` handles (b % count == rank).
+[[nodiscard]] constexpr std::size_t shard_batch_count(const shard_info& s,
+                                                      std::size_t batch_num) noexcept {
+  return batch_num > s.rank ? (batch_num - s.rank - 1) / s.count + 1 : 0;
+}
+
 struct session_options {
   resolve_options resolve{};
   unsigned threads = 1;  ///< for the kernels that can use several; results do not depend on it
   /// Activation calibration in one pass (IFMR keeps every value) or in two passes over the same
   /// batches (`bounded`, docs/scale-out.md: the engine feeds each layer's batches twice).
   memory_mode activation_memory = memory_mode::one_pass;
+  /// Set: the activation phase is sharded over processes (any memory mode runs the two-pass
+  /// states then, the only ones that merge exactly); unset: this process sees every batch.
+  std::optional<shard_info> shard;
   /// The kernels every phase uses: the compile-time arch of the TU that makes the options by
   /// default; a binary with per-ISA translation units passes
   /// `kernels::dispatch_kernel_set<kernels::x86_archs>()`.

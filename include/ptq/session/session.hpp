@@ -35,6 +35,7 @@
 #include "ptq/session/phases.hpp"
 #include "ptq/session/record.hpp"
 #include "ptq/session/session_layer.hpp"
+#include "ptq/session/sharded_activations.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -46,6 +47,11 @@ class calibration_session {
   [[nodiscard]] static result<calibration_session> create(const amct_config& config,
                                                           std::vector<layer_desc> layers,
                                                           session_options options = {}) {
+    if (const auto& sh = options.shard; sh && (sh->count == 0 || sh->rank >= sh->count)) {
+      return make_error(errc::shard_invalid, "session_options::shard: rank " +
+                                                 std::to_string(sh->rank) + " of " +
+                                                 std::to_string(sh->count) + " ranks");
+    }
     std::vector<layer_info> infos;
     for (const auto& l : layers) {
       layer_info i;
@@ -220,12 +226,17 @@ class calibration_session {
     if (!l->plan.quant_enable) {
       return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
     }
-    if (l->batches_seen >= activation_passes() * plan_.batch_num) {
-      return fail(std::string(name) + ": already has its " + std::to_string(plan_.batch_num) +
-                  " batch(es) (batch_num)" + (activation_passes() == 2 ? " twice" : ""));
+    const std::size_t batches =
+        options_.shard ? shard_batch_count(*options_.shard, plan_.batch_num) : plan_.batch_num;
+    if (l->batches_seen >= activation_passes() * batches && batches != 0) {
+      return fail(std::string(name) + ": already has its " + std::to_string(batches) +
+                  " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
+                  (activation_passes() == 2 ? " twice" : ""));
     }
     auto st =
-        activation_passes() == 2
+        options_.shard ? observe_layer_batch_sharded(*l, input, plan_.batch_num, *options_.shard,
+                                                     options_.kernels)
+        : activation_passes() == 2
             ? observe_layer_batch_bounded(*l, input, plan_.batch_num, fp16_, options_.kernels)
             : observe_layer_batch(*l, input, plan_.batch_num, fp16_, options_.keep_search_stats);
     if (!st)
@@ -240,9 +251,38 @@ class calibration_session {
   }
 
   /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
-  /// mode (the same batches again, in the same order).
+  /// mode and when sharded (the same batches again, in the same order).
   [[nodiscard]] std::size_t activation_passes() const noexcept {
-    return options_.activation_memory == memory_mode::bounded ? 2 : 1;
+    return options_.activation_memory == memory_mode::bounded || options_.shard ? 2 : 1;
+  }
+
+  /// Sharded (session_options::shard; exchange_shard_states in shard_exchange.hpp does the
+  /// three steps): this rank's states, once it fed its batches of every layer in this pass.
+  [[nodiscard]] result<std::string> shard_states() const {
+    if (auto st = check_exchange("shard_states"); !st)
+      return st.error();
+    return detail::pack_shard_states(layers_, *options_.shard, plan_.batch_num, shard_pass_);
+  }
+
+  /// Sharded, rank 0: merges every rank's shard_states (all[r] from rank r) into what every
+  /// rank adopts.
+  [[nodiscard]] result<std::string> merge_shard_states(const std::vector<std::string>& all) const {
+    if (auto st = check_exchange("merge_shard_states"); !st)
+      return st.error();
+    return ptq::merge_shard_states(layers_, *options_.shard, shard_pass_, all, fp16_,
+                                   options_.kernels);
+  }
+
+  /// Sharded, every rank: adopts rank 0's merge; after pass 1 pass 2 starts, after pass 2 the
+  /// session is done (every rank has the record).
+  [[nodiscard]] result<> adopt_shard_states(std::string_view merged) {
+    if (auto st = check_exchange("adopt_shard_states"); !st)
+      return st;
+    if (auto st = ptq::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
+      return st;
+    if (++shard_pass_ > 2)
+      phase_ = session_phase::done;
+    return {};
   }
 
   /// Layers still waiting for activation batches.
@@ -283,6 +323,16 @@ class calibration_session {
 
   static error fail(std::string message) {
     return make_error(errc::session_call_invalid, std::move(message));
+  }
+
+  result<> check_exchange(const char* what) const {
+    if (!options_.shard)
+      return fail(std::string(what) + ": the session is not sharded (session_options::shard)");
+    if (phase_ != session_phase::activations) {
+      return fail(std::string(what) + ": the session is in the " + std::string(to_string(phase_)) +
+                  " phase, not the activation calibration phase");
+    }
+    return {};
   }
 
   template <class Pred>
@@ -338,6 +388,7 @@ class calibration_session {
   resolved_config plan_;
   bool fp16_ = false;
   session_phase phase_ = session_phase::fusion;
+  int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
   std::vector<session_layer> layers_;
 };
 

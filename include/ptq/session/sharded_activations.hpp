@@ -1,0 +1,316 @@
+// Phase 4 sharded over processes (`session_options::shard`, docs/scale-out.md). Rank r of R
+// feeds the batches b with b % R == r, in order, through each layer's two-pass observer; after
+// each pass the ranks exchange their states (shard_exchange.hpp): rank 0 merges them, every rank
+// adopts the merge. After pass 1 that is the merged pass-1 state (so every rank plans the same
+// pass 2), after pass 2 the finalized activation parameters. The states are keyed by the global
+// batch index and reduce in one canonical order, so the result is the one-process run's bit for
+// bit for every R, including ranks without batches. Depends on the algorithms and the session
+// layer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ptq/algorithms/two_pass_exchange.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/core/wire.hpp"
+#include "ptq/session/bounded_activations.hpp"
+#include "ptq/session/options.hpp"
+#include "ptq/session/session_layer.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// One of this rank's activation batches of a layer: its i-th is the global batch
+/// rank + i·count, pass 1 for the first shard_batch_count of them, then (after the exchange)
+/// pass 2 for as many again.
+[[nodiscard]] inline result<> observe_layer_batch_sharded(session_layer& l, const tensor_ref& input,
+                                                          std::size_t batch_num,
+                                                          const shard_info& shard,
+                                                          const kernels::kernel_set& k) {
+  if (auto st = check_layer_input(l.desc, input); !st)
+    return st;
+  const std::size_t own = shard_batch_count(shard, batch_num);
+  const bool first_pass = l.batches_seen < own;
+  if (own == 0 || (!first_pass && (!l.bounded || l.bounded->pass() != 2))) {
+    return make_error(errc::session_call_invalid,
+                      own == 0 ? l.desc.name + ": rank " + std::to_string(shard.rank) + " of " +
+                                     std::to_string(shard.count) + " has none of the " +
+                                     std::to_string(batch_num) + " batch(es)"
+                               : l.desc.name + ": this rank fed its " + std::to_string(own) +
+                                     " batch(es) of pass 1; exchange the states "
+                                     "(exchange_shard_states) before pass 2");
+  }
+  const std::size_t b = shard.rank + (l.batches_seen % own) * shard.count;
+  std::vector<float> scaled;
+  auto x = detail::balanced_input(l, input, scaled);
+  if (!x)
+    return x.error();
+  const std::size_t n = input.size();
+  if (l.batches_seen == 0) {
+    if (auto st = detail::begin_two_pass(l, n, batch_num, k); !st)
+      return st;
+  } else if (first_pass && n != l.bounded_batch_size) {
+    return detail::batch_size_changed(l, b, n);
+  }
+  if (auto st = l.bounded->observe(b, x.value(), n); !st)
+    return in_layer(l.desc.name, st.error());
+  ++l.batches_seen;
+  return {};
+}
+
+namespace detail {
+
+[[nodiscard]] inline error shard_error(std::string message) {
+  return make_error(errc::shard_invalid, std::move(message));
+}
+
+/// What a rank sends after pass `stage` (1 or 2): per enabled layer its state, if it has one.
+[[nodiscard]] inline result<std::string> pack_shard_states(const std::vector<session_layer>& layers,
+                                                           const shard_info& shard,
+                                                           std::size_t batch_num, int stage) {
+  const std::size_t own = shard_batch_count(shard, batch_num);
+  wire_writer w;
+  w.u8(static_cast<std::uint8_t>(stage));
+  w.u64(shard.rank);
+  w.u64(shard.count);
+  std::size_t enabled = 0;
+  for (const auto& l : layers)
+    enabled += l.plan.quant_enable ? 1 : 0;
+  w.u64(enabled);
+  for (const auto& l : layers) {
+    if (!l.plan.quant_enable)
+      continue;
+    if (l.batches_seen != own * static_cast<std::size_t>(stage)) {
+      return make_error(errc::session_call_invalid,
+                        "exchange after pass " + std::to_string(stage) + ": layer '" + l.desc.name +
+                            "' was fed " + std::to_string(l.batches_seen - own * (stage - 1U)) +
+                            " of this rank's " + std::to_string(own) + " batch(es)");
+    }
+    w.bytes(l.desc.name);
+    w.u8(l.bounded ? 1 : 0);
+    if (l.bounded) {
+      auto bytes = serialize_state(l.bounded->state());
+      if (!bytes)
+        return in_layer(l.desc.name, bytes.error());
+      w.bytes(bytes.value());
+    }
+  }
+  return wire_frame(state_kind::shard_states, w.out);
+}
+
+/// One rank's states of one layer, read from its shard_states payload.
+struct rank_layer_state {
+  std::size_t rank = 0;
+  std::string_view bytes;  ///< empty: the rank has no batch of the layer
+};
+
+/// Reads every rank's shard_states (`all[r]` from rank r) into per-layer lists, checking that
+/// they are of this session, this stage and this rank count.
+[[nodiscard]] inline result<std::vector<std::vector<rank_layer_state>>> unpack_shard_states(
+    const std::vector<session_layer>& layers, const shard_info& shard, int stage,
+    const std::vector<std::string>& all) {
+  if (all.size() != shard.count) {
+    return shard_error("exchange: " + std::to_string(all.size()) +
+                       " rank(s) sent states, the "
+                       "session is sharded over " +
+                       std::to_string(shard.count));
+  }
+  std::vector<std::vector<rank_layer_state>> out;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const std::string what = "rank " + std::to_string(r) + " states";
+    auto p = wire_unframe(all[r], state_kind::shard_states, what);
+    if (!p)
+      return p.error();
+    wire_reader rd(p.value());
+    const int got_stage = rd.u8();
+    const std::uint64_t rank = rd.u64();
+    const std::uint64_t count = rd.u64();
+    const std::uint64_t n = rd.u64();
+    if (rd.failed())
+      return wire_payload_error(what, "ended early");
+    if (got_stage != stage || rank != r || count != shard.count) {
+      return shard_error(what + ": pass " + std::to_string(got_stage) + " of rank " +
+                         std::to_string(rank) + " of " + std::to_string(count) +
+                         ", expected pass " + std::to_string(stage) + " of rank " +
+                         std::to_string(r) + " of " + std::to_string(shard.count));
+    }
+    std::size_t i = 0;
+    for (const auto& l : layers) {
+      if (!l.plan.quant_enable)
+        continue;
+      if (out.size() <= i)
+        out.emplace_back();
+      const std::string_view name = i < n ? rd.bytes() : std::string_view();
+      const bool present = rd.u8() != 0;
+      const std::string_view bytes = present ? rd.bytes() : std::string_view();
+      if (rd.failed())
+        return wire_payload_error(what, "ended early");
+      if (name != l.desc.name) {
+        return shard_error(what + ": layer '" + std::string(name) + "' where this session has '" +
+                           l.desc.name + "' (another model or config)");
+      }
+      out[i].push_back({r, bytes});
+      ++i;
+    }
+    if (n != i || !rd.at_end())
+      return shard_error(what + ": " + std::to_string(n) + " layers, this session has " +
+                         std::to_string(i));
+  }
+  return out;
+}
+
+/// Merges the states one layer received from the ranks (rank order) into one state.
+[[nodiscard]] inline result<two_pass_state> merge_layer_states(
+    const session_layer& l, int stage, const std::vector<rank_layer_state>& states,
+    const kernels::kernel_set& k) {
+  const activation_settings settings = activation_settings_of(*l.calibrator);
+  two_pass_state merged;
+  bool any = false;
+  for (const auto& s : states) {
+    if (s.bytes.empty())
+      continue;
+    const std::string what = "rank " + std::to_string(s.rank) + ": " + l.desc.name + " input";
+    auto st = deserialize_state(s.bytes, settings.algo, stage, what, k);
+    if (!st)
+      return st.error();
+    if (!any) {
+      merged = std::move(st).value();
+      any = true;
+    } else if (auto m = merge_state(merged, st.value(), k); !m) {
+      return in_layer(l.desc.name, m.error());
+    }
+  }
+  if (!any)
+    return shard_error(l.desc.name + ": no rank observed the layer");
+  return merged;
+}
+
+}  // namespace detail
+
+/// Rank 0: what every rank adopts after pass `stage`, from `all` (rank r's shard_states at
+/// all[r]): after pass 1 each layer's merged pass-1 state, after pass 2 each layer's finalized
+/// activation parameters (FORCE_FP16_QUANT applied when `fp16`).
+[[nodiscard]] inline result<std::string> merge_shard_states(
+    const std::vector<session_layer>& layers, const shard_info& shard, int stage,
+    const std::vector<std::string>& all, bool fp16, const kernels::kernel_set& k) {
+  auto per_layer = detail::unpack_shard_states(layers, shard, stage, all);
+  if (!per_layer)
+    return per_layer.error();
+  wire_writer w;
+  w.u8(static_cast<std::uint8_t>(stage));
+  w.u64(per_layer.value().size());
+  std::size_t i = 0;
+  for (const auto& l : layers) {
+    if (!l.plan.quant_enable)
+      continue;
+    auto merged = detail::merge_layer_states(l, stage, per_layer.value()[i++], k);
+    if (!merged)
+      return merged.error();
+    w.bytes(l.desc.name);
+    std::string bytes;
+    if (stage == 1) {
+      auto b = serialize_state(merged.value());
+      if (!b)
+        return b.error();
+      bytes = std::move(b).value();
+    }
+    two_pass_observer o(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
+    if (auto st = o.resume(std::move(merged).value()); !st)
+      return in_layer(l.desc.name, st.error());
+    if (stage == 1) {  // plan pass 2 here, so a missing batch fails the exchange on rank 0
+      if (auto st = o.next_pass(); !st)
+        return in_layer(l.desc.name, st.error());
+      w.bytes(bytes);
+      continue;
+    }
+    auto r = o.finalize();
+    if (!r)
+      return in_layer(l.desc.name, r.error());
+    const activation_quant_result a = fp16 ? with_fp16_scale(r.value()) : r.value();
+    w.f32(a.scale);
+    w.u32(static_cast<std::uint32_t>(a.offset));
+    w.u32(static_cast<std::uint32_t>(a.bits));
+    w.f32(a.clip_min);
+    w.f32(a.clip_max);
+  }
+  return wire_frame(stage == 1 ? state_kind::shard_states : state_kind::shard_results, w.out);
+}
+
+/// Every rank: adopts rank 0's merge after pass `stage`: pass 2 starts from the merged pass-1
+/// states, or the layers get their activation parameters.
+[[nodiscard]] inline result<> adopt_shard_states(std::vector<session_layer>& layers, int stage,
+                                                 std::string_view merged,
+                                                 const kernels::kernel_set& k) {
+  const char* what = "the merged states";
+  auto p =
+      wire_unframe(merged, stage == 1 ? state_kind::shard_states : state_kind::shard_results, what);
+  if (!p)
+    return p.error();
+  wire_reader rd(p.value());
+  const int got_stage = rd.u8();
+  const std::uint64_t n = rd.u64();
+  if (rd.failed() || got_stage != stage)
+    return detail::shard_error(std::string(what) + ": not those of pass " + std::to_string(stage));
+  // Read everything first, then change the layers: an error leaves them as they were.
+  std::vector<two_pass_state> states;
+  std::vector<activation_quant_result> results;
+  std::size_t i = 0;
+  for (const auto& l : layers) {
+    if (!l.plan.quant_enable)
+      continue;
+    const std::string_view name = i++ < n ? rd.bytes() : std::string_view();
+    if (rd.failed() || name != l.desc.name) {
+      return detail::shard_error(std::string(what) + ": layer '" + std::string(name) +
+                                 "' where this session has '" + l.desc.name + "'");
+    }
+    if (stage == 1) {
+      auto st = deserialize_state(rd.bytes(), activation_settings_of(*l.calibrator).algo, 1,
+                                  l.desc.name + " input", k);
+      if (!st)
+        return st.error();
+      states.push_back(std::move(st).value());
+      continue;
+    }
+    activation_quant_result a;
+    a.scale = rd.f32();
+    a.offset = static_cast<std::int32_t>(rd.u32());
+    a.bits = static_cast<int>(rd.u32());
+    a.clip_min = rd.f32();
+    a.clip_max = rd.f32();
+    results.push_back(a);
+  }
+  if (rd.failed())
+    return wire_payload_error(what, "ended early");
+  if (n != i || !rd.at_end()) {
+    return detail::shard_error(std::string(what) + ": " + std::to_string(n) +
+                               " layers, this session has " + std::to_string(i));
+  }
+  i = 0;
+  for (auto& l : layers) {
+    if (!l.plan.quant_enable)
+      continue;
+    if (stage == 2) {
+      l.activation_params = results[i++];
+      l.calibrator.reset();
+      l.bounded.reset();
+      continue;
+    }
+    if (!l.bounded)  // a rank without batches of the layer starts its observer here
+      l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
+    // Neither fails on rank 0's merge: it read the state for this algorithm and planned pass 2.
+    if (auto r = l.bounded->resume(std::move(states[i++])); !r)
+      return in_layer(l.desc.name, r.error());
+    if (auto r = l.bounded->next_pass(); !r)
+      return in_layer(l.desc.name, r.error());
+  }
+  return {};
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq
