@@ -1,6 +1,8 @@
 // libFuzzer target for the statistic states' wire format (state_wire.hpp): every input, given to
 // every kind's deserializer, is a result (no crash, hang, unbounded allocation or exception); a
-// state that reads back serializes to bytes that read back to the same bytes again.
+// state that reads back serializes to bytes that read back to the same bytes again. Also the
+// status frame of a sharded exchange (core/shard_reduce.hpp): a result, and one that reads
+// back re-encodes to the same bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "fuzz_check.hpp"
 #include "ptq/algorithms/state_wire.hpp"
+#include "ptq/core/shard_reduce.hpp"
 
 namespace {
 
@@ -39,5 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   round_trip(bytes, [](std::string_view b) { return ptq::deserialize_hfmg_bins(b, "fuzz"); });
   round_trip(bytes,
              [](std::string_view b) { return ptq::deserialize_invariant_histogram(b, "fuzz"); });
+  std::size_t rank = 0;
+  const auto status = ptq::detail::decode_shard_status(bytes, 0, rank);
+  ptq_fuzz::check_result(status);
+  if (status.ok() && ptq::detail::encode_shard_status(status, rank) != bytes)
+    ptq_fuzz::invariant_failed();
   return 0;
 }

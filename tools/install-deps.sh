@@ -7,7 +7,8 @@ set -euo pipefail
 
 packages=(cmake g++ make libxtensor-dev xtl-dev libxsimd-dev nlohmann-json3-dev catch2
           libbenchmark-dev libcli11-dev chromium python3 python3-jsonschema
-          libonnx-dev libprotobuf-dev python3-onnx python3-numpy libonnx-testdata)
+          libonnx-dev libprotobuf-dev python3-onnx python3-numpy libonnx-testdata
+          libopenmpi-dev openmpi-bin)
 for arg in "$@"; do
   case "$arg" in
     --ci) packages+=(clang-14 libclang-rt-14-dev clang-format-14) ;;

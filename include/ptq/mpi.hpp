@@ -23,6 +23,8 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// MPI_Init in the constructor, MPI_Finalize in the destructor, for a program's main.
 class mpi_environment {
  public:
+  /// MPI_Init without the command line (MPI-2 and later accept null arguments).
+  mpi_environment() { MPI_Init(nullptr, nullptr); }
   mpi_environment(int& argc, char**& argv) { MPI_Init(&argc, &argv); }
   mpi_environment(const mpi_environment&) = delete;
   mpi_environment& operator=(const mpi_environment&) = delete;

@@ -8,6 +8,7 @@
 #include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/config.hpp"
+#include "ptq/session/record.hpp"
 #include "ptq/session/session.hpp"
 
 namespace {
@@ -549,4 +550,42 @@ TEST_CASE("bounded memory: two passes over the batches, the one-pass record; mis
   CHECK(e.error().message ==
         "conv: batch 1 has 64 elements, the layer's first batch had 32; two-pass calibration "
         "(--memory bounded, --mpi) needs batches of one size");
+}
+
+TEST_CASE("the order-invariant histogram: any batch order gives the same record",
+          "[session][invariant]") {
+  const std::string text =
+      "batch_num: 3 skip_layers: \"fc\" common_config { arq_quantize { channel_wise: true } "
+      "hfmg_quantize { num_of_bins: 1024 asymmetric: true } }";
+  const std::vector<xt::xarray<float>> xs = {input({1, 2, 4, 4}, 0), input({1, 2, 4, 4}, 1.5f),
+                                             input({2, 2, 4, 4}, 3.0f)};
+  ptq::session_options opt;
+  opt.order_invariant_histogram = true;
+  const auto run = [&](std::vector<std::size_t> order) {
+    auto made = ptq::calibration_session::create(cfg(text), two_layers(), opt);
+    REQUIRE(made.ok());
+    auto s = std::move(made).value();
+    REQUIRE(s.quantize_weights().ok());
+    for (const auto b : order)
+      REQUIRE(s.feed("conv", ptq::as_tensor_ref(xs[b])).ok());
+    auto rec = s.record();
+    REQUIRE(rec.ok());
+    return ptq::write_record(rec.value());
+  };
+  const std::string forward = run({0, 1, 2});
+  CHECK(run({2, 1, 0}) == forward);
+  CHECK(run({1, 2, 0}) == forward);
+  // The toolkit's histogram is another (order-dependent) one.
+  auto toolkit = make(text, two_layers());
+  REQUIRE(toolkit.quantize_weights().ok());
+  for (const auto& x : xs)
+    REQUIRE(toolkit.feed("conv", ptq::as_tensor_ref(x)).ok());
+  CHECK(ptq::write_record(toolkit.record().value()) != forward);
+
+  opt.activation_memory = ptq::memory_mode::bounded;
+  const auto bad = ptq::calibration_session::create(cfg(text), two_layers(), opt);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "session_options::order_invariant_histogram is a one-pass histogram: use it without "
+        "the bounded memory mode, shard or keep_search_stats");
 }

@@ -256,3 +256,32 @@ TEST_CASE("sharded session misuse is a clear error", "[session][shard][errors]")
   REQUIRE_FALSE(wrong.ok());
   CHECK(wrong.error().code == ptq::errc::shard_invalid);
 }
+
+TEST_CASE("a rank's status frame carries its bytes or its error, checked", "[session][shard]") {
+  std::size_t rank = 9;
+  const auto ok = ptq::detail::decode_shard_status(
+      ptq::detail::encode_shard_status(std::string("abc"), 2), 2, rank);
+  REQUIRE(ok.ok());
+  CHECK(ok.value() == "abc");
+  CHECK(rank == 2);
+  ptq::error e = ptq::make_error(ptq::errc::tensor_not_found, "no tensor 'fc'", "a note");
+  e.path = "b1.safetensors";
+  const auto bad = ptq::detail::decode_shard_status(
+      ptq::detail::encode_shard_status(ptq::result<std::string>(e), 1), 0, rank);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(rank == 1);
+  CHECK(bad.error().code == ptq::errc::tensor_not_found);
+  CHECK(bad.error().message == "no tensor 'fc'");
+  CHECK(bad.error().note == "a note");
+  CHECK(bad.error().path == "b1.safetensors");
+  // An error frame without a message is not one a rank sends.
+  const auto empty = ptq::detail::decode_shard_status(
+      ptq::detail::encode_shard_status(
+          ptq::result<std::string>(ptq::make_error(ptq::errc::tensor_not_found, "")), 1),
+      0, rank);
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().code == ptq::errc::state_invalid);
+  const auto cut = ptq::detail::decode_shard_status("PTQS", 0, rank);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.error().code == ptq::errc::state_truncated);
+}

@@ -280,3 +280,32 @@ TEST_CASE("ptq calibrate --memory bounded: the one-pass outputs byte for byte",
   }
   CHECK(run("calibrate --quiet --memory half").code == 2);
 }
+
+TEST_CASE("ptq calibrate --order-invariant: the batch order does not change the record",
+          "[calibrate][invariant]") {
+  const std::string base = "calibrate " + ex + "/configs/quant_hfmg.cfg --model " + ex +
+                           "/digits/manifest.json --weights " + ex +
+                           "/digits/model.safetensors --quiet --order-invariant --batches ";
+  const std::string b0 = ex + "/digits/batch0.safetensors", b1 = ex + "/digits/batch1.safetensors";
+  const auto fwd = run(base + b0 + " " + b1 + " --record oi_fwd.txt");
+  INFO(fwd.err);
+  REQUIRE(fwd.code == 0);
+  const auto rev = run(base + b1 + " " + b0 + " --record oi_rev.txt");
+  REQUIRE(rev.code == 0);
+  const auto toolkit = run("calibrate " + ex + "/configs/quant_hfmg.cfg" + files +
+                           " --quiet --record oi_toolkit.txt");
+  REQUIRE(toolkit.code == 0);
+  const auto text = [](const char* path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  CHECK_FALSE(text("oi_fwd.txt").empty());
+  CHECK(text("oi_fwd.txt") == text("oi_rev.txt"));
+  CHECK(text("oi_fwd.txt") != text("oi_toolkit.txt"));
+  for (const char* f : {"oi_fwd.txt", "oi_rev.txt", "oi_toolkit.txt"})
+    std::remove(f);
+  const auto bad = run(base + b0 + " " + b1 + " --memory bounded --record oi_bad.txt");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--order-invariant is one pass: not with --memory bounded, --mpi or "
+                     "--report") != std::string::npos);
+}

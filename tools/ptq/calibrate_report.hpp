@@ -39,6 +39,8 @@ struct calibrate_args {
   std::uint64_t seed = 0;
   unsigned threads = 0;
   std::string memory = "one-pass";  ///< --memory: one-pass or bounded (docs/scale-out.md)
+  bool mpi = false;                 ///< --mpi: shard over the MPI ranks (docs/scale-out.md)
+  bool order_invariant = false;     ///< --order-invariant: HFMG's order-invariant histogram
   bool json = false;
   bool quiet = false;
 };

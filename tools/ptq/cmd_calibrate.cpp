@@ -34,6 +34,8 @@
 #include "ptq/session/record.hpp"
 #include "report_outputs.hpp"
 
+#include "mpi_run.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -256,88 +258,213 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
                          secs);
 }
 
-int run_files(const calibrate_args& a, ptq::session_options opt,
-              ptq_cli::progress_printer& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<named_path> inputs = {
+using batch_source = ptq::named_source<ptq::io::safetensors_file>;
+
+/// The inputs of a run from files: CONFIG, --model, --weights, --batches and --ada-data.
+std::vector<named_path> file_inputs(const calibrate_args& a) {
+  std::vector<named_path> in = {
       {"CONFIG", a.config}, {"--model", a.model}, {"--weights", a.weights}};
   for (const auto& b : a.batches)
-    inputs.push_back({"--batches", b});
+    in.push_back({"--batches", b});
   if (!a.ada_data.empty())
-    inputs.push_back({"--ada-data", a.ada_data});
-  if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
-    return fail(st.error());
-  for (const auto& in : inputs) {  // every input is a file within the limit, before any work
+    in.push_back({"--ada-data", a.ada_data});
+  return in;
+}
+
+/// Every input is a file within its size limit, before any work.
+ptq::result<> check_inputs(const std::vector<named_path>& inputs) {
+  for (const auto& in : inputs) {
     const bool text = in.option == "CONFIG" || in.option == "--model";
     if (auto st =
             text ? ptq_cli::check_input_file(in.path, in.option.c_str(), ptq_cli::max_text_bytes)
                  : ptq_cli::check_tensor_file(in.path, in.option.c_str());
         !st) {
-      return fail(st.error());
+      return st;
     }
   }
+  return {};
+}
+
+/// What a run from files loads before the batches.
+struct model_files {
+  ptq_cli::loaded_config cfg;
+  ptq::io::safetensors_file weights;
+  ptq::model_manifest model;
+  std::optional<ptq::io::safetensors_file> ada_samples;  ///< --ada-data, when a layer needs it
+};
+
+/// Loads the config, the weights and the manifest, and creates the session. An error whose
+/// details are on stderr already (the config's or the session's diagnostics) sets `printed`.
+ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(const calibrate_args& a,
+                                                                         ptq::session_options opt,
+                                                                         bool& printed) {
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
-  if (!cfg)
-    return ptq_cli::exit_error;
-  opt.on_progress = progress;
+  if (!cfg) {
+    printed = true;
+    return ptq::make_error(ptq::errc::shard_invalid, a.config + ": the config has errors");
+  }
   auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
   if (!weights)
-    return fail(weights.error());
+    return weights.error();
   auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
   if (!manifest_text)
-    return fail(manifest_text.error());
+    return manifest_text.error();
   auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
   if (!parsed)
-    return fail(in_file(parsed.error(), a.model));
-  const ptq::model_manifest model = std::move(parsed).value();
+    return in_file(parsed.error(), a.model);
+  model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
   std::vector<ptq::layer_desc> descs;
-  for (const auto& m : model.layers)
+  for (const auto& m : f.model.layers)
     descs.push_back(m.desc);
-  const auto kernels = opt.kernels;
-  auto created = ptq::calibration_session::create(cfg->parsed.value(), descs, std::move(opt));
-  print_session_diagnostics(created.diagnostics(), cfg->text, a.config, a.weights, &model);
-  if (!created)
-    return ptq_cli::exit_error;
+  auto created = ptq::calibration_session::create(f.cfg.parsed.value(), descs, std::move(opt));
+  print_session_diagnostics(created.diagnostics(), f.cfg.text, a.config, a.weights, &f.model);
+  if (!created) {
+    printed = true;
+    return ptq::make_error(ptq::errc::shard_invalid,
+                           "the session could not be created (config or layers)");
+  }
   auto s = std::move(created).value();
-  if (const auto ada = s.ada_layers(); !ada.empty() && a.ada_data.empty()) {
-    return fail(ptq::make_error(ptq::errc::session_input_invalid,
-                                "layer '" + ada.front() +
-                                    "' uses ada_quantize: give its input samples with --ada-data "
-                                    "FILE"));
+  if (const auto ada = s.ada_layers(); !ada.empty()) {
+    if (a.ada_data.empty()) {
+      return ptq::make_error(
+          ptq::errc::session_input_invalid,
+          "layer '" + ada.front() +
+              "' uses ada_quantize: give its input samples with --ada-data FILE");
+    }
+    auto samples = ptq_cli::read_tensor_input(a.ada_data, "--ada-data");
+    if (!samples)
+      return samples.error();
+    f.ada_samples = std::move(samples).value();
   }
+  return std::pair<model_files, ptq::calibration_session>(std::move(f), std::move(s));
+}
+
+/// The batch files: every --batches path, opened where `wanted` (a null source elsewhere).
+struct opened_batches {
+  std::vector<ptq::io::safetensors_file> files;
+  std::vector<batch_source> sources;
+};
+
+template <class Wanted>
+ptq::result<opened_batches> open_batches(const calibrate_args& a, std::size_t count,
+                                         Wanted wanted) {
+  opened_batches out;
+  out.files.reserve(count);  // the sources point into it
+  for (std::size_t b = 0; b < count; ++b) {
+    const ptq::io::safetensors_file* f = nullptr;
+    if (wanted(b)) {
+      auto r = ptq_cli::read_tensor_input(a.batches[b], "--batches");
+      if (!r)
+        return r.error();
+      out.files.push_back(std::move(r).value());
+      f = &out.files.back();
+    }
+    out.sources.push_back({a.batches[b], f});
+  }
+  return out;
+}
+
+/// Rank 0's (or the one process's) part after the calibration: write every output, all or
+/// nothing.
+ptq::result<> write_outputs(const calibrate_args& a, const ptq::calibration_session& s,
+                            const model_files& f, const ptq::file_calibration& r) {
+  auto out = render_outputs(a, s, r.record, f.weights, f.model,
+                            ptq_cli::files_report_context(a, s, r, f.cfg.text));
+  if (!out)
+    return out.error();
+  return ptq_cli::commit_outputs(out.value());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_files(const calibrate_args& a, ptq::session_options opt,
+              ptq_cli::progress_printer& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto inputs = file_inputs(a);
+  if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
+    return fail(st.error());
+  if (auto st = check_inputs(inputs); !st)
+    return fail(st.error());
+  opt.on_progress = progress;
+  const auto kernels = opt.kernels;
+  bool printed = false;
+  auto loaded = load_model(a, std::move(opt), printed);
+  if (!loaded)
+    return printed ? ptq_cli::exit_error : fail(loaded.error());
+  auto& [f, s] = loaded.value();
   const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
-  std::vector<ptq::io::safetensors_file> batch_files;
-  batch_files.reserve(need);
-  for (std::size_t b = 0; b < need; ++b) {
-    auto f = ptq_cli::read_tensor_input(a.batches[b], "--batches");
-    if (!f)
-      return fail(f.error());
-    batch_files.push_back(std::move(f).value());
-  }
-  std::vector<ptq::named_source<ptq::io::safetensors_file>> batches;
-  for (std::size_t b = 0; b < need; ++b)
-    batches.push_back({a.batches[b], &batch_files[b]});
-  std::optional<ptq::io::safetensors_file> ada_file;
-  std::optional<ptq::named_source<ptq::io::safetensors_file>> ada;
-  if (!s.ada_layers().empty()) {
-    auto f = ptq_cli::read_tensor_input(a.ada_data, "--ada-data");
-    if (!f)
-      return fail(f.error());
-    ada_file = std::move(f).value();
-    ada = ptq::named_source<ptq::io::safetensors_file>{a.ada_data, &*ada_file};
-  }
-  auto r = ptq::calibrate_from_files(s, batches, ada ? &*ada : nullptr, kernels);
+  auto batches = open_batches(a, need, [](std::size_t) { return true; });
+  if (!batches)
+    return fail(batches.error());
+  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
+  auto r = ptq::calibrate_from_files(s, batches.value().sources, &ada, kernels);
   if (!r)
     return fail(r.error());
-  auto files = render_outputs(a, s, r.value().record, weights.value(), model,
-                              ptq_cli::files_report_context(a, s, r.value(), cfg->text));
-  if (!files)
-    return fail(files.error());
-  if (auto st = ptq_cli::commit_outputs(files.value()); !st)
+  if (auto st = write_outputs(a, s, f, r.value()); !st)
     return fail(st.error());
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, secs);
+  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
 }
+
+#if PTQ_WITH_MPI
+/// `ptq calibrate --mpi` (docs/scale-out.md): rank r of R feeds the batches b % R == r, the
+/// states meet on rank 0 after each pass, rank 0 writes the outputs. Every rank takes part in
+/// every exchange, also after a local error, so a failure anywhere ends every rank non-zero
+/// with the error printed once, by rank 0; the other ranks print nothing.
+int run_files_mpi(const calibrate_args& a, ptq::session_options opt,
+                  ptq_cli::progress_printer& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ptq::mpi_environment env;
+  ptq::mpi_comm comm;
+  const bool root = comm.rank() == 0;
+  const ptq_cli::silenced_streams quiet(!root);
+  opt.shard = ptq::shard_info{comm.rank(), comm.size()};
+  if (root)
+    opt.on_progress = progress;
+  // Every rank ends with the same error: that of the lowest failing rank, which rank 0 prints
+  // (unless it is rank 0's own and printed already: the config's diagnostics).
+  bool printed = false;
+  const auto fail_all = [&](const ptq::error& e) -> int {
+    if (root && !printed)
+      fail(e);
+    return ptq_cli::exit_error;
+  };
+  // A local error before the session exists takes the place of this rank's first exchange.
+  const auto fail_early = [&](const ptq::error& e) -> int {
+    return fail_all(ptq::shard_agree(comm, e).error());
+  };
+  const auto inputs = file_inputs(a);
+  if (root) {
+    if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
+      return fail_early(st.error());
+  }
+  if (auto st = check_inputs(inputs); !st)
+    return fail_early(st.error());
+  const auto kernels = opt.kernels;
+  auto loaded = load_model(a, std::move(opt), printed);
+  if (!loaded)
+    return fail_early(loaded.error());
+  auto& [f, s] = loaded.value();
+  // This rank opens batch 0 (the DMQ factors), its own, and on rank 0 the last (the SQNR).
+  const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
+  auto batches = open_batches(a, need, [&](std::size_t b) {
+    return b == 0 || b % comm.size() == comm.rank() || (root && b + 1 == need);
+  });
+  if (!batches)
+    return fail_early(batches.error());
+  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
+  auto r = ptq::calibrate_from_files_sharded(s, comm, batches.value().sources, &ada, kernels);
+  if (!r)  // every rank has it from an exchange
+    return fail_all(r.error());
+  const ptq::result<> written = root ? write_outputs(a, s, f, r.value()) : ptq::result<>();
+  if (auto all = ptq::shard_agree(comm, written); !all)  // every rank exits as rank 0 does
+    return fail_all(all.error());
+  if (!root)
+    return ptq_cli::exit_ok;
+  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
+}
+#endif
 
 const std::string calibrate_help =
     std::string(
@@ -403,6 +530,12 @@ const ptq_cli::register_command reg{
                       "the batches (the same results)")
            ->check(CLI::IsMember({"one-pass", "bounded"}))
            ->capture_default_str();
+       sub.add_flag("--order-invariant", a->order_invariant,
+                    "HFMG layers: a histogram whose bytes do not depend on the batch order (not "
+                    "the toolkit's numbers; docs/scale-out.md)");
+       sub.add_flag("--mpi", a->mpi,
+                    "shard the activation calibration over the MPI ranks of mpirun (needs "
+                    "--model; rank 0 writes the outputs; docs/scale-out.md)");
        sub.add_flag("--json", a->json, "print the per-layer table as JSON");
        sub.add_flag("--quiet", a->quiet, "no progress output");
        return [a]() -> int {
@@ -416,12 +549,21 @@ const ptq_cli::register_command reg{
          opt.ada_seed = a->seed;
          opt.keep_search_stats = ptq_cli::wants_report(*a);
          opt.activation_memory = ptq_cli::memory_mode_of(a->memory);
+         opt.order_invariant_histogram = a->order_invariant;
+         if (a->order_invariant && (opt.activation_memory == ptq::memory_mode::bounded || a->mpi ||
+                                    opt.keep_search_stats)) {
+           return fail_usage(
+               "--order-invariant is one pass: not with --memory bounded, --mpi or --report");
+         }
          opt.ada_report_every = p.tty ? 50 : 1000;
          if (opt.keep_search_stats && opt.activation_memory == ptq::memory_mode::bounded) {
            // The report shows each search's histogram and losses, which the bounded mode
            // never holds (it keeps only what the result needs).
            return fail_usage("--report and --report-json need --memory one-pass");
          }
+         if (a->mpi && a->model.empty())
+           return fail_usage(
+               "--mpi shards a model from files: give --model, --weights and --batches");
          ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
            if (!a->ada_data.empty()) {
@@ -437,6 +579,18 @@ const ptq_cli::register_command reg{
            return fail_usage(
                "CONFIG with model files needs all of --model, --weights and --batches (or no "
                "model files at all for the bundled example)");
+         }
+         if (a->mpi) {
+           if (opt.keep_search_stats)
+             return fail_usage("--report and --report-json need a run without --mpi");
+#if PTQ_WITH_MPI
+           return run_files_mpi(*a, std::move(opt), p);
+#else
+           return fail(ptq::make_error(ptq::errc::mpi_unavailable,
+                                       "this ptq was built without MPI: --mpi is not available",
+                                       "install libopenmpi-dev openmpi-bin and rebuild "
+                                       "(PTQ_WITH_MPI, docs/scale-out.md)"));
+#endif
          }
          return run_files(*a, std::move(opt), p);
        };

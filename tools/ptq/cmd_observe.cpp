@@ -7,6 +7,7 @@
 
 #include "bounded_observe.hpp"
 #include "command.hpp"
+#include "mpi_run.hpp"
 #include "numeric_io.hpp"
 
 namespace {
@@ -22,8 +23,45 @@ struct observe_options {
   unsigned threads = 0;  // all cores: the results do not depend on the thread count
   std::string memory = "one-pass";
   bool order_invariant = false;
+  bool mpi = false;
   std::vector<std::string> batches;
 };
+
+int print_result(ptq::activation_quant_result q, bool fp16) {
+  if (fp16)
+    q = ptq::with_fp16_scale(q);
+  std::cout << "{\"scale\": " << ptq_cli::json_float(q.scale) << ", \"offset\": " << q.offset
+            << ", \"clip_min\": " << ptq_cli::json_float(q.clip_min)
+            << ", \"clip_max\": " << ptq_cli::json_float(q.clip_max) << "}\n";
+  return ptq_cli::exit_ok;
+}
+
+/// `--mpi`: the batches sharded over the MPI ranks (docs/scale-out.md); rank 0 prints.
+int run_observe_mpi(const ptq::activation_settings& s, const observe_options& o) {
+  if (o.order_invariant) {
+    std::cerr << "ptq observe: error: --mpi runs the two-pass states; --order-invariant is one "
+                 "pass\n";
+    return ptq_cli::exit_usage;
+  }
+#if PTQ_WITH_MPI
+  const ptq::mpi_environment env;
+  ptq::mpi_comm comm;
+  const ptq_cli::silenced_streams quiet(comm.rank() != 0);
+  auto r = ptq_cli::observe_mpi(s, o.batches, comm);
+  if (!r)
+    return ptq_cli::numeric_fail("observe", ptq_cli::with_note(r.error()));
+  return comm.rank() == 0 ? print_result(r.value(), o.fp16) : ptq_cli::exit_ok;
+#else
+  (void)s;
+  std::cerr << "ptq observe: "
+            << ptq::format_error(
+                   ptq::make_error(ptq::errc::mpi_unavailable,
+                                   "this ptq was built without MPI: --mpi is not available",
+                                   "install libopenmpi-dev openmpi-bin and rebuild (PTQ_WITH_MPI, "
+                                   "docs/scale-out.md)"));
+  return ptq_cli::exit_error;
+#endif
+}
 
 int run_observe(const observe_options& o) {
   const std::string cmd = "observe";
@@ -39,6 +77,8 @@ int run_observe(const observe_options& o) {
   s.hfmg.bits = o.bits;
   s.hfmg.asymmetric = o.asymmetric;
   s.hfmg.threads = o.threads;
+  if (o.mpi)
+    return run_observe_mpi(s, o);
   ptq::activation_quant_result q;
   if (o.order_invariant) {
     if (s.algo != ptq::activation_algo::hfmg || o.memory == "bounded") {
@@ -71,12 +111,7 @@ int run_observe(const observe_options& o) {
       return ptq_cli::numeric_fail(cmd, r.error().message);
     q = r.value();
   }
-  if (o.fp16)
-    q = ptq::with_fp16_scale(q);
-  std::cout << "{\"scale\": " << ptq_cli::json_float(q.scale) << ", \"offset\": " << q.offset
-            << ", \"clip_min\": " << ptq_cli::json_float(q.clip_min)
-            << ", \"clip_max\": " << ptq_cli::json_float(q.clip_max) << "}\n";
-  return ptq_cli::exit_ok;
+  return print_result(q, o.fp16);
 }
 
 const ptq_cli::register_command reg{
@@ -117,6 +152,9 @@ const ptq_cli::register_command reg{
        sub.add_flag("--order-invariant", o->order_invariant,
                     "HFMG on a histogram whose bins do not depend on the batch order or split "
                     "(power-of-two width; not the toolkit's numbers, docs/scale-out.md)");
+       sub.add_flag("--mpi", o->mpi,
+                    "shard the batches over the MPI ranks of mpirun (the same result; rank 0 "
+                    "prints it; docs/scale-out.md)");
        sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
        return [o]() -> int { return run_observe(*o); };
      }}};

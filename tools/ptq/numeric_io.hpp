@@ -31,15 +31,17 @@ inline int numeric_fail(const std::string& command, const std::string& message) 
   return exit_error;
 }
 
-/// Maps a .npy file (its float32 data is used in place); prints the error and returns nothing
-/// on failure.
+/// Maps a .npy file (its float32 data is used in place), after the input file checks.
+[[nodiscard]] inline ptq::result<ptq::io::npy_view> try_load_tensor(const std::string& path) {
+  if (auto st = check_tensor_file(path, "tensor"); !st)
+    return st.error();
+  return ptq::io::map_npy(path);
+}
+
+/// try_load_tensor that prints the error and returns nothing on failure.
 [[nodiscard]] inline std::optional<ptq::io::npy_view> load_tensor(const std::string& path,
                                                                   const std::string& command) {
-  if (auto st = check_tensor_file(path, "tensor"); !st) {
-    numeric_fail(command, st.error().message);
-    return std::nullopt;
-  }
-  auto r = ptq::io::map_npy(path);
+  auto r = try_load_tensor(path);
   if (!r) {
     numeric_fail(command, r.error().message);
     return std::nullopt;

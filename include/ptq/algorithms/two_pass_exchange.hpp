@@ -1,20 +1,25 @@
 // A two_pass_observer's state as bytes and back, and the merge of two of them, whatever the
 // algorithm and pass: what a sharded activation phase sends between processes
 // (session/shard_exchange.hpp). Each state keeps its own frame (ifmr_wire.hpp, state_wire.hpp).
-// Depends on the algorithms.
+// And `observe_sharded`: one activation's two passes over the batches of many processes (`ptq
+// observe --mpi`). Depends on the algorithms and core/shard_reduce.hpp.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "ptq/algorithms/ifmr_wire.hpp"
 #include "ptq/algorithms/state_wire.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
+#include "ptq/core/shard_reduce.hpp"
+#include "ptq/core/wire.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -70,6 +75,115 @@ using two_pass_state = two_pass_observer::state_variant;
           return merge(x, y);
       },
       st);
+}
+
+/// An activation result as wire fields: scale f32, offset i32 (as u32), bits u32, clip_min f32,
+/// clip_max f32.
+inline void write_activation_result(wire_writer& w, const activation_quant_result& a) {
+  w.f32(a.scale);
+  w.u32(static_cast<std::uint32_t>(a.offset));
+  w.u32(static_cast<std::uint32_t>(a.bits));
+  w.f32(a.clip_min);
+  w.f32(a.clip_max);
+}
+
+[[nodiscard]] inline activation_quant_result read_activation_result(wire_reader& r) {
+  activation_quant_result a;
+  a.scale = r.f32();
+  a.offset = static_cast<std::int32_t>(r.u32());
+  a.bits = static_cast<int>(r.u32());
+  a.clip_min = r.f32();
+  a.clip_max = r.f32();
+  return a;
+}
+
+/// Merges every rank's serialized state of pass `pass` (rank order; an empty string: a rank
+/// without batches) into one state of `algo`.
+[[nodiscard]] inline result<two_pass_state> merge_rank_states(
+    const std::vector<std::string_view>& all, activation_algo algo, int pass,
+    const std::string& name, const kernels::kernel_set& k) {
+  two_pass_state merged;
+  bool any = false;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty())
+      continue;
+    auto st = deserialize_state(all[r], algo, pass, "rank " + std::to_string(r) + ": " + name, k);
+    if (!st)
+      return st.error();
+    if (!any) {
+      merged = std::move(st).value();
+      any = true;
+    } else if (auto m = merge_state(merged, st.value(), k); !m) {
+      return make_error(m.error().code, name + ": " + m.error().message, m.error().note);
+    }
+  }
+  if (!any)
+    return make_error(errc::no_data, name + ": no rank observed any batch");
+  return merged;
+}
+
+[[nodiscard]] inline std::vector<std::string_view> views_of(const std::vector<std::string>& all) {
+  return {all.begin(), all.end()};
+}
+
+/// One activation over the batches of `comm.size()` processes: every rank calls it with an
+/// observer made from the same settings, `total` (all ranks' elements, for IFMR) and
+/// `feed(observer)`, which observes this rank's batches (with their global indices) in the
+/// current pass. The states meet on rank 0 after each pass (core/shard_reduce.hpp); every rank
+/// returns the result, identical to one observer over all batches, or the lowest failing
+/// rank's error.
+template <class Comm, class Feed>
+[[nodiscard]] result<activation_quant_result> observe_sharded(two_pass_observer& o, Comm& comm,
+                                                              std::uint64_t total, Feed&& feed,
+                                                              const kernels::kernel_set& k) {
+  const activation_settings& s = o.settings();
+  const auto mine = [&](result<> local) -> result<std::string> {
+    if (!local)
+      return local.error();
+    if (auto st = feed(o); !st)
+      return st.error();
+    return serialize_state(o.state());
+  };
+  auto pass1 = shard_reduce(comm, mine(o.begin(total)),
+                            [&](const std::vector<std::string>& all) -> result<std::string> {
+                              auto m = merge_rank_states(views_of(all), s.algo, 1, o.name(), k);
+                              if (!m)
+                                return m.error();
+                              two_pass_observer plan(s, k, o.name());  // checks pass 2's plan
+                              if (auto st = plan.resume(m.value()); !st)
+                                return st.error();
+                              if (auto st = plan.next_pass(); !st)
+                                return st.error();
+                              return serialize_state(m.value());
+                            });
+  if (!pass1)
+    return pass1.error();
+  auto merged = deserialize_state(pass1.value(), s.algo, 1, o.name(), k);
+  result<> local = merged ? o.resume(std::move(merged).value()) : result<>(merged.error());
+  if (local)
+    local = o.next_pass();
+  auto out = shard_reduce(comm, mine(local),
+                          [&](const std::vector<std::string>& all) -> result<std::string> {
+                            auto m = merge_rank_states(views_of(all), s.algo, 2, o.name(), k);
+                            if (!m)
+                              return m.error();
+                            two_pass_observer fin(s, k, o.name());
+                            if (auto st = fin.resume(std::move(m).value()); !st)
+                              return st.error();
+                            auto r = fin.finalize();
+                            if (!r)
+                              return r.error();
+                            wire_writer w;
+                            write_activation_result(w, r.value());
+                            return std::move(w.out);
+                          });
+  if (!out)
+    return out.error();
+  wire_reader rd(out.value());
+  const activation_quant_result a = read_activation_result(rd);
+  if (rd.failed() || !rd.at_end())
+    return wire_payload_error(o.name(), "the merged result");
+  return a;
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

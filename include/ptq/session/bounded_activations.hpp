@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
@@ -81,6 +82,37 @@ namespace detail {
 }
 
 }  // namespace detail
+
+/// One activation batch of an HFMG layer on the order-invariant histogram
+/// (session_options::order_invariant_histogram), finalized after `batch_num`.
+[[nodiscard]] inline result<> observe_layer_batch_invariant(session_layer& l,
+                                                            const tensor_ref& input,
+                                                            std::size_t batch_num, bool fp16,
+                                                            const kernels::kernel_set& k) {
+  if (auto st = check_layer_input(l.desc, input); !st)
+    return st;
+  std::vector<float> scaled;
+  auto x = detail::balanced_input(l, input, scaled);
+  if (!x)
+    return x.error();
+  const hfmg_settings s = activation_settings_of(*l.calibrator).hfmg;
+  if (!l.invariant)
+    l.invariant.emplace();
+  if (auto st = observe(*l.invariant, x.value(), input.size(), s.num_of_bins, k,
+                        l.desc.name + " input batch " + std::to_string(l.batches_seen));
+      !st) {
+    return st;
+  }
+  if (++l.batches_seen < batch_num)
+    return {};
+  auto r = finalize(*l.invariant, s, k);
+  if (!r)
+    return in_layer(l.desc.name, r.error());
+  l.activation_params = fp16 ? with_fp16_scale(r.value().result) : r.value().result;
+  l.calibrator.reset();
+  l.invariant.reset();
+  return {};
+}
 
 /// One activation batch of a layer in the bounded mode: batches [0, batch_num) are pass 1,
 /// [batch_num, 2·batch_num) pass 2 (the same batches again); the activation is finalized after

@@ -18,6 +18,7 @@
 #include "ptq/core/error.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 #include "ptq/session/session.hpp"
+#include "ptq/session/shard_exchange.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -67,104 +68,187 @@ namespace detail {
 
 }  // namespace detail
 
+namespace detail {
+
+/// Layer `layer`'s input in file `f`, or an error naming the file and the tensor.
+template <class Source>
+[[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer)
+    -> decltype(f.source->get(layer)) {
+  if (f.source == nullptr) {
+    return make_error(errc::session_call_invalid,
+                      f.path + ": the batch file was not opened on this process");
+  }
+  auto t = f.source->get(layer);
+  if (!t) {
+    auto e = from_file(t.error(), f.path);
+    e.note = "each batch file holds every quantizable layer's input under the layer's name";
+    return e;
+  }
+  return t;
+}
+
+[[nodiscard]] inline result<> enough_batches(const calibration_session& s, std::size_t given) {
+  const std::size_t need = s.plan().batch_num;
+  if (given < need) {
+    return make_error(errc::session_input_invalid,
+                      "the config's batch_num is " + std::to_string(need) + " but only " +
+                          std::to_string(given) + " batch file(s) were given");
+  }
+  return {};
+}
+
+/// Phases 2 and 3: the DMQ factors from `first` (batch 0), the weights, the AdaRound layers
+/// from `ada_samples`.
+template <class Source>
+[[nodiscard]] result<> weights_from_files(calibration_session& s, const named_source<Source>& first,
+                                          const named_source<Source>* ada_samples) {
+  for (const auto& name : s.dmq_layers()) {
+    auto t = layer_input(first, name);
+    if (!t)
+      return t.error();
+    const tensor_ref x{t.value().data.data(), t.value().shape, name + " input"};
+    if (auto st = s.feed_dmq(name, x); !st)
+      return from_file(st.error(), first.path);
+  }
+  if (auto st = s.quantize_weights(); !st)
+    return st;
+  const auto ada = s.ada_layers();
+  if (ada.empty())
+    return {};
+  if (ada_samples == nullptr || ada_samples->source == nullptr) {
+    return make_error(
+        errc::session_input_invalid,
+        "layer '" + ada.front() + "' uses ada_quantize: its input samples are needed");
+  }
+  for (const auto& name : ada) {
+    auto t = ada_samples->source->get(name);
+    if (!t) {
+      auto e = from_file(t.error(), ada_samples->path);
+      e.note =
+          "the AdaRound samples file holds each AdaRound layer's input samples under the "
+          "layer's name";
+      return e;
+    }
+    const tensor_ref x{t.value().data.data(), t.value().shape, name + " samples"};
+    if (auto st = s.quantize_ada(name, x); !st)
+      return from_file(st.error(), ada_samples->path);
+  }
+  return {};
+}
+
+/// Feeds every enabled layer's input from each of `files`, in order.
+template <class Source>
+[[nodiscard]] result<> feed_files(calibration_session& s,
+                                  const std::vector<const named_source<Source>*>& files) {
+  for (const auto* f : files) {
+    for (const auto& l : s.layers()) {
+      if (!l.plan.quant_enable)
+        continue;
+      auto t = layer_input(*f, l.desc.name);
+      if (!t)
+        return t.error();
+      const tensor_ref x{t.value().data.data(), t.value().shape, l.desc.name + " input"};
+      if (auto st = s.feed(l.desc.name, x); !st)
+        return from_file(st.error(), f->path);
+    }
+  }
+  return {};
+}
+
+/// Per layer (session order), the SQNR of its quantize-dequantized input in `last` (divided by
+/// its DMQ factors first); NaN for layers that are not quantized.
+template <class Source>
+[[nodiscard]] result<std::vector<double>> input_sqnr(const calibration_session& s,
+                                                     const named_source<Source>& last,
+                                                     const kernels::kernel_set& k) {
+  std::vector<double> out(s.layers().size(), std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t i = 0; i < s.layers().size(); ++i) {
+    const auto& l = s.layers()[i];
+    if (!l.activation_params)
+      continue;
+    auto t = layer_input(last, l.desc.name);
+    if (!t)
+      return t.error();
+    auto& x = t.value();
+    if (!l.balance_factors.empty()) {  // the layer sees its input divided by the factors
+      if (auto st = dmq_apply_to_activation(x.data.data(), x.shape, l.desc.type, l.balance_factors);
+          !st) {
+        return from_file(st.error(), last.path);
+      }
+    }
+    out[i] = fake_quantize_input(l, x.data.data(), x.data.size(), k);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 /// Runs the phases of `s` (created, nothing fed yet) from files: `batches` (at least the plan's
 /// batch_num; each holds every quantizable layer's input under the layer's name) and, when the
 /// session has AdaRound layers, `ada_samples` (each AdaRound layer's input samples under its
 /// name, dim 0 the sample axis). Errors: a missing or unreadable tensor, named by file and
 /// tensor; a tensor the session rejects (wrong channel count, NaN, ...), with the file as its
-/// path; too few batches or no AdaRound samples.
+/// path; too few batches or no AdaRound samples. The bounded memory mode reads every batch
+/// file twice.
 template <class Source>
 [[nodiscard]] result<file_calibration> calibrate_from_files(
     calibration_session& s, const std::vector<named_source<Source>>& batches,
     const named_source<Source>* ada_samples, const kernels::kernel_set& k) {
-  const std::size_t need = s.plan().batch_num;
-  if (batches.size() < need) {
-    return make_error(errc::session_input_invalid,
-                      "the config's batch_num is " + std::to_string(need) + " but only " +
-                          std::to_string(batches.size()) + " batch file(s) were given");
-  }
-  const auto input = [&](const named_source<Source>& f,
-                         const std::string& layer) -> decltype(f.source->get(layer)) {
-    auto t = f.source->get(layer);
-    if (!t) {
-      auto e = detail::from_file(t.error(), f.path);
-      e.note = "each batch file holds every quantizable layer's input under the layer's name";
-      return e;
-    }
-    return t;
-  };
-  for (const auto& name : s.dmq_layers()) {  // the DMQ factors come from the first batch
-    auto t = input(batches[0], name);
-    if (!t)
-      return t.error();
-    const tensor_ref x{t.value().data.data(), t.value().shape, name + " input"};
-    if (auto st = s.feed_dmq(name, x); !st)
-      return detail::from_file(st.error(), batches[0].path);
-  }
-  if (auto st = s.quantize_weights(); !st)
+  if (auto st = detail::enough_batches(s, batches.size()); !st)
     return st.error();
-  if (const auto ada = s.ada_layers(); !ada.empty()) {
-    if (ada_samples == nullptr || ada_samples->source == nullptr) {
-      return make_error(errc::session_input_invalid,
-                        "layer '" + ada.front() +
-                            "' uses ada_quantize: its input samples are "
-                            "needed");
-    }
-    for (const auto& name : ada) {
-      auto t = ada_samples->source->get(name);
-      if (!t) {
-        auto e = detail::from_file(t.error(), ada_samples->path);
-        e.note =
-            "the AdaRound samples file holds each AdaRound layer's input samples under the "
-            "layer's name";
-        return e;
-      }
-      const tensor_ref x{t.value().data.data(), t.value().shape, name + " samples"};
-      if (auto st = s.quantize_ada(name, x); !st)
-        return detail::from_file(st.error(), ada_samples->path);
-    }
-  }
-  struct kept_batch {
-    std::vector<std::size_t> shape;
-    std::vector<float> data;
-  };
-  std::vector<kept_batch> last(s.layers().size());  // the last batch, for the SQNR
-  // The bounded memory mode reads every batch file again for its second pass.
-  const std::size_t passes = s.activation_passes();
-  for (std::size_t pb = 0; pb < passes * need; ++pb) {
-    const std::size_t b = pb % need;
-    for (std::size_t i = 0; i < s.layers().size(); ++i) {
-      const auto& l = s.layers()[i];
-      if (!l.plan.quant_enable)
-        continue;
-      auto t = input(batches[b], l.desc.name);
-      if (!t)
-        return t.error();
-      const tensor_ref x{t.value().data.data(), t.value().shape, l.desc.name + " input"};
-      if (auto st = s.feed(l.desc.name, x); !st)
-        return detail::from_file(st.error(), batches[b].path);
-      if (pb + 1 == passes * need)
-        last[i] = {std::move(t.value().shape), std::move(t.value().data)};
-    }
+  if (auto st = detail::weights_from_files(s, batches[0], ada_samples); !st)
+    return st.error();
+  const std::size_t need = s.plan().batch_num;
+  std::vector<const named_source<Source>*> files;
+  for (std::size_t b = 0; b < need; ++b)
+    files.push_back(&batches[b]);
+  for (std::size_t pass = 0; pass < s.activation_passes(); ++pass) {
+    if (auto st = detail::feed_files(s, files); !st)
+      return st.error();
   }
   auto rec = s.record();
   if (!rec)
     return rec.error();
-  file_calibration out;
-  out.record = std::move(rec).value();
-  out.activation_sqnr_db.assign(s.layers().size(), std::numeric_limits<double>::quiet_NaN());
-  for (std::size_t i = 0; i < s.layers().size(); ++i) {
-    const auto& l = s.layers()[i];
-    auto& x = last[i];
-    if (!l.activation_params || x.data.empty())
-      continue;
-    if (!l.balance_factors.empty()) {  // the layer sees its input divided by the factors
-      if (auto st = dmq_apply_to_activation(x.data.data(), x.shape, l.desc.type, l.balance_factors);
-          !st) {
-        return detail::from_file(st.error(), batches[need - 1].path);
-      }
-    }
-    out.activation_sqnr_db[i] = fake_quantize_input(l, x.data.data(), x.data.size(), k);
+  auto sqnr = detail::input_sqnr(s, batches[need - 1], k);
+  if (!sqnr)
+    return sqnr.error();
+  return file_calibration{std::move(rec).value(), std::move(sqnr).value()};
+}
+
+/// calibrate_from_files on one of `comm.size()` processes (`s` made with session_options::shard
+/// {comm.rank(), comm.size()}): every rank runs phases 2 and 3 alike (the DMQ factors from
+/// batch 0, the weights, AdaRound), feeds its own batches (b % size == rank) twice and exchanges
+/// the states after each pass (shard_exchange.hpp). `batches` lists every batch; a rank needs
+/// only batch 0, its own and, on rank 0, the last (the SQNR) opened (a null source elsewhere).
+/// No rank returns before the exchanges: a local error travels through them, and every rank
+/// returns the lowest failing rank's error. Otherwise every rank returns the record, and rank
+/// 0 the SQNR too (empty on the others).
+template <class Source, class Comm>
+[[nodiscard]] result<file_calibration> calibrate_from_files_sharded(
+    calibration_session& s, Comm& comm, const std::vector<named_source<Source>>& batches,
+    const named_source<Source>* ada_samples, const kernels::kernel_set& k) {
+  result<> local = detail::enough_batches(s, batches.size());
+  if (local)
+    local = detail::weights_from_files(s, batches[0], ada_samples);
+  const std::size_t need = s.plan().batch_num;
+  std::vector<const named_source<Source>*> own;
+  for (std::size_t b = comm.rank(); b < need && b < batches.size(); b += comm.size())
+    own.push_back(&batches[b]);
+  for (int pass = 1; pass <= 2; ++pass) {
+    if (local)
+      local = detail::feed_files(s, own);
+    if (auto st = exchange_shard_states(s, comm, local); !st)
+      return st.error();
+  }
+  auto rec = s.record();
+  if (!rec)
+    return rec.error();
+  file_calibration out{std::move(rec).value(), {}};
+  if (comm.rank() == 0) {
+    auto sqnr = detail::input_sqnr(s, batches[need - 1], k);
+    if (!sqnr)
+      return sqnr.error();
+    out.activation_sqnr_db = std::move(sqnr).value();
   }
   return out;
 }

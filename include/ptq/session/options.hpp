@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
@@ -81,7 +83,28 @@ struct session_options {
   /// Keep each layer's activation search details (session_layer::activation_stats) for a
   /// calibration report (ptq/report/). The search runs once either way; no scale changes.
   bool keep_search_stats = false;
+  /// HFMG layers build the order-invariant histogram (invariant_histogram.hpp, `--order-invariant`)
+  /// instead of the toolkit's: identical bytes for any batch order or split, not the toolkit's
+  /// numbers (docs/scale-out.md says how far). One-pass mode only, without keep_search_stats.
+  bool order_invariant_histogram = false;
 };
+
+/// The options' combinations a session refuses: E1407 for a shard outside its count, E904 for
+/// the order-invariant histogram outside the one-pass mode.
+[[nodiscard]] inline result<> check_session_options(const session_options& o) {
+  if (const auto& sh = o.shard; sh && (sh->count == 0 || sh->rank >= sh->count)) {
+    return make_error(errc::shard_invalid, "session_options::shard: rank " +
+                                               std::to_string(sh->rank) + " of " +
+                                               std::to_string(sh->count) + " ranks");
+  }
+  if (o.order_invariant_histogram &&
+      (o.activation_memory != memory_mode::one_pass || o.shard || o.keep_search_stats)) {
+    return make_error(errc::invalid_argument,
+                      "session_options::order_invariant_histogram is a one-pass histogram: use "
+                      "it without the bounded memory mode, shard or keep_search_stats");
+  }
+  return {};
+}
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -47,11 +47,8 @@ class calibration_session {
   [[nodiscard]] static result<calibration_session> create(const amct_config& config,
                                                           std::vector<layer_desc> layers,
                                                           session_options options = {}) {
-    if (const auto& sh = options.shard; sh && (sh->count == 0 || sh->rank >= sh->count)) {
-      return make_error(errc::shard_invalid, "session_options::shard: rank " +
-                                                 std::to_string(sh->rank) + " of " +
-                                                 std::to_string(sh->count) + " ranks");
-    }
+    if (auto st = check_session_options(options); !st)
+      return st.error();
     std::vector<layer_info> infos;
     for (const auto& l : layers) {
       layer_info i;
@@ -233,14 +230,22 @@ class calibration_session {
                   " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
                   (activation_passes() == 2 ? " twice" : ""));
     }
-    auto st =
-        options_.shard ? observe_layer_batch_sharded(*l, input, plan_.batch_num, *options_.shard,
-                                                     options_.kernels)
-        : activation_passes() == 2
-            ? observe_layer_batch_bounded(*l, input, plan_.batch_num, fp16_, options_.kernels)
-            : observe_layer_batch(*l, input, plan_.batch_num, fp16_, options_.keep_search_stats);
-    if (!st)
+    const auto observe = [&]() -> result<> {
+      const std::size_t b = plan_.batch_num;
+      if (options_.shard)
+        return observe_layer_batch_sharded(*l, input, b, *options_.shard, options_.kernels);
+      if (activation_passes() == 2)
+        return observe_layer_batch_bounded(*l, input, b, fp16_, options_.kernels);
+      if (options_.order_invariant_histogram &&
+          activation_settings_of(*l->calibrator).algo == activation_algo::hfmg) {
+        return observe_layer_batch_invariant(*l, input, b, fp16_, options_.kernels);
+      }
+      return observe_layer_batch(*l, input, b, fp16_, options_.keep_search_stats);
+    };
+    if (auto st = observe(); !st)
       return st;
+    if (options_.shard)  // sharded layers are finalized by the last exchange
+      return {};
     const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
     const std::size_t done =
         count_if([](const session_layer& x) { return x.activation_params.has_value(); });
@@ -280,8 +285,15 @@ class calibration_session {
       return st;
     if (auto st = ptq::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
       return st;
-    if (++shard_pass_ > 2)
-      phase_ = session_phase::done;
+    if (++shard_pass_ <= 2)
+      return {};
+    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
+    std::size_t done = 0;
+    for (const auto& l : layers_) {
+      if (l.plan.quant_enable)
+        report(session_phase::activations, l.desc.name, ++done, total);
+    }
+    phase_ = session_phase::done;
     return {};
   }
 

@@ -11,6 +11,7 @@
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/search_stats.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
@@ -56,6 +57,8 @@ struct session_layer {
   /// the finalization; and the element count every batch must have.
   std::optional<two_pass_observer> bounded;
   std::size_t bounded_batch_size = 0;
+  /// HFMG with session_options::order_invariant_histogram: the histogram so far.
+  std::optional<invariant_histogram> invariant;
   /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
   double weight_sqnr_db = 0.0;
   /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.

@@ -104,15 +104,9 @@ namespace detail {
   return wire_frame(state_kind::shard_states, w.out);
 }
 
-/// One rank's states of one layer, read from its shard_states payload.
-struct rank_layer_state {
-  std::size_t rank = 0;
-  std::string_view bytes;  ///< empty: the rank has no batch of the layer
-};
-
-/// Reads every rank's shard_states (`all[r]` from rank r) into per-layer lists, checking that
-/// they are of this session, this stage and this rank count.
-[[nodiscard]] inline result<std::vector<std::vector<rank_layer_state>>> unpack_shard_states(
+/// Reads every rank's shard_states (`all[r]` from rank r) into per-layer lists of the ranks'
+/// states, checking that they are of this session, this stage and this rank count.
+[[nodiscard]] inline result<std::vector<std::vector<std::string_view>>> unpack_shard_states(
     const std::vector<session_layer>& layers, const shard_info& shard, int stage,
     const std::vector<std::string>& all) {
   if (all.size() != shard.count) {
@@ -121,7 +115,7 @@ struct rank_layer_state {
                        "session is sharded over " +
                        std::to_string(shard.count));
   }
-  std::vector<std::vector<rank_layer_state>> out;
+  std::vector<std::vector<std::string_view>> out;  // per layer, per rank (empty: none)
   for (std::size_t r = 0; r < all.size(); ++r) {
     const std::string what = "rank " + std::to_string(r) + " states";
     auto p = wire_unframe(all[r], state_kind::shard_states, what);
@@ -155,7 +149,7 @@ struct rank_layer_state {
         return shard_error(what + ": layer '" + std::string(name) + "' where this session has '" +
                            l.desc.name + "' (another model or config)");
       }
-      out[i].push_back({r, bytes});
+      out[i].push_back(bytes);
       ++i;
     }
     if (n != i || !rd.at_end())
@@ -163,32 +157,6 @@ struct rank_layer_state {
                          std::to_string(i));
   }
   return out;
-}
-
-/// Merges the states one layer received from the ranks (rank order) into one state.
-[[nodiscard]] inline result<two_pass_state> merge_layer_states(
-    const session_layer& l, int stage, const std::vector<rank_layer_state>& states,
-    const kernels::kernel_set& k) {
-  const activation_settings settings = activation_settings_of(*l.calibrator);
-  two_pass_state merged;
-  bool any = false;
-  for (const auto& s : states) {
-    if (s.bytes.empty())
-      continue;
-    const std::string what = "rank " + std::to_string(s.rank) + ": " + l.desc.name + " input";
-    auto st = deserialize_state(s.bytes, settings.algo, stage, what, k);
-    if (!st)
-      return st.error();
-    if (!any) {
-      merged = std::move(st).value();
-      any = true;
-    } else if (auto m = merge_state(merged, st.value(), k); !m) {
-      return in_layer(l.desc.name, m.error());
-    }
-  }
-  if (!any)
-    return shard_error(l.desc.name + ": no rank observed the layer");
-  return merged;
 }
 
 }  // namespace detail
@@ -209,7 +177,9 @@ struct rank_layer_state {
   for (const auto& l : layers) {
     if (!l.plan.quant_enable)
       continue;
-    auto merged = detail::merge_layer_states(l, stage, per_layer.value()[i++], k);
+    auto merged =
+        merge_rank_states(per_layer.value()[i++], activation_settings_of(*l.calibrator).algo, stage,
+                          l.desc.name + " input", k);
     if (!merged)
       return merged.error();
     w.bytes(l.desc.name);
@@ -232,12 +202,7 @@ struct rank_layer_state {
     auto r = o.finalize();
     if (!r)
       return in_layer(l.desc.name, r.error());
-    const activation_quant_result a = fp16 ? with_fp16_scale(r.value()) : r.value();
-    w.f32(a.scale);
-    w.u32(static_cast<std::uint32_t>(a.offset));
-    w.u32(static_cast<std::uint32_t>(a.bits));
-    w.f32(a.clip_min);
-    w.f32(a.clip_max);
+    write_activation_result(w, fp16 ? with_fp16_scale(r.value()) : r.value());
   }
   return wire_frame(stage == 1 ? state_kind::shard_states : state_kind::shard_results, w.out);
 }
@@ -277,13 +242,7 @@ struct rank_layer_state {
       states.push_back(std::move(st).value());
       continue;
     }
-    activation_quant_result a;
-    a.scale = rd.f32();
-    a.offset = static_cast<std::int32_t>(rd.u32());
-    a.bits = static_cast<int>(rd.u32());
-    a.clip_min = rd.f32();
-    a.clip_max = rd.f32();
-    results.push_back(a);
+    results.push_back(read_activation_result(rd));
   }
   if (rd.failed())
     return wire_payload_error(what, "ended early");

@@ -1,0 +1,82 @@
+// What the tool's `--mpi` runs share (built with MPI only, PTQ_WITH_MPI): the MPI transport
+// (ptq/mpi.hpp), quiet ranks, and `ptq observe --mpi`: one activation's two passes over the
+// .npy batches of every rank (observe_sharded in ptq/algorithms/two_pass_exchange.hpp).
+#pragma once
+
+#if PTQ_WITH_MPI
+
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "numeric_io.hpp"
+#include "ptq/algorithms/two_pass_exchange.hpp"
+#include "ptq/mpi.hpp"
+
+namespace ptq_cli {
+
+/// Silences std::cout and std::cerr while it lives: the ranks other than 0 print nothing, rank
+/// 0 prints every rank's error once.
+struct silenced_streams {
+  std::streambuf* out = nullptr;
+  std::streambuf* err = nullptr;
+  explicit silenced_streams(bool on) {
+    if (on) {
+      out = std::cout.rdbuf(nullptr);
+      err = std::cerr.rdbuf(nullptr);
+    }
+  }
+  silenced_streams(const silenced_streams&) = delete;
+  silenced_streams& operator=(const silenced_streams&) = delete;
+  ~silenced_streams() {
+    if (out != nullptr) {
+      std::cout.rdbuf(out);
+      std::cerr.rdbuf(err);
+      std::cout.clear();
+      std::cerr.clear();
+    }
+  }
+};
+
+/// An error as rank 0 prints it: the message, then its note (which names a failing rank).
+[[nodiscard]] inline std::string with_note(const ptq::error& e) {
+  return e.note.empty() ? e.message : e.message + "\nnote: " + e.note;
+}
+
+/// `ptq observe --mpi`: rank r of R observes the batches b % R == r; every rank gets the
+/// result (rank 0 prints it), or the lowest failing rank's error.
+[[nodiscard]] inline ptq::result<ptq::activation_quant_result> observe_mpi(
+    const ptq::activation_settings& s, const std::vector<std::string>& paths, ptq::mpi_comm& comm) {
+  const auto& k = numeric_kernels();
+  ptq::result<> local;
+  std::uint64_t total = 0;
+  if (s.algo == ptq::activation_algo::ifmr) {  // IFMR's ranks need N: every file's count
+    for (const auto& path : paths) {
+      auto t = try_load_tensor(path);
+      if (!t) {
+        local = t.error();
+        break;
+      }
+      total += t.value().size();
+    }
+  }
+  ptq::two_pass_observer o(s, k, "activation");
+  const auto feed = [&](ptq::two_pass_observer& obs) -> ptq::result<> {
+    if (!local)
+      return local;
+    for (std::size_t b = comm.rank(); b < paths.size(); b += comm.size()) {
+      auto t = try_load_tensor(paths[b]);
+      if (!t)
+        return t.error();
+      if (auto st = obs.observe(b, t.value().data(), t.value().size()); !st)
+        return ptq::make_error(st.error().code, paths[b] + ": " + st.error().message);
+    }
+    return {};
+  };
+  return ptq::observe_sharded(o, comm, total == 0 ? 1 : total, feed, k);
+}
+
+}  // namespace ptq_cli
+
+#endif
