@@ -66,10 +66,6 @@ namespace detail {
   return e;
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// Layer `layer`'s input in file `f`, or an error naming the file and the tensor.
 template <class Source>
 [[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer)

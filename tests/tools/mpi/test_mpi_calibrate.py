@@ -104,10 +104,14 @@ for ext in (".txt", ".json", ".safetensors"):
         os.remove(out + ext)
 cmd = calibrate(cfg, 3, out, ["--mpi"])
 cmd[cmd.index("--batches") + 2] = bad
-r = run(mpirun + ["-np", "3"] + cmd, timeout=120)
+# Each rank runs under a shell that reports its exit code and exits 0, so every rank's code is
+# seen (mpirun itself reports only the first non-zero one).
+report = ['/bin/sh', '-c', '"$@"; echo "rank $OMPI_COMM_WORLD_RANK exit $?"', 'sh']
+r = run(mpirun + ["-np", "3"] + report + cmd, timeout=120)
 if r is not None:
-    if r.returncode == 0:
-        failures.append("a bad batch on rank 1: mpirun exited 0")
+    codes = sorted(line for line in r.stdout.splitlines() if line.startswith("rank "))
+    if codes != ["rank 0 exit 1", "rank 1 exit 1", "rank 2 exit 1"]:
+        failures.append(f"a bad batch on rank 1: every rank must exit 1, got {codes}")
     errors = [line for line in r.stderr.splitlines() if ": error: " in line]
     if len(errors) != 1 or "bad_batch.safetensors" not in errors[0]:
         failures.append(f"a bad batch on rank 1: want one error naming the file, got:\n{r.stderr}")
