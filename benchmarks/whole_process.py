@@ -4,7 +4,7 @@
 For each workload (IFMR on one 16M-float .npy; HFMG on four 4M-float .npy files) it times
   - `cat FILES > /dev/null`          the page-cache read of the same bytes (the floor for I/O),
   - the in-process compute           the Google Benchmark figure of the same work
-                                     (BM_ifmr_full_16M/T, BM_hfmg_observe_4x4M + finalize/T),
+                                     (BM_ifmr_full_16M/T, BM_hfmg_observe_4x4M/T + finalize/T),
   - `ptq observe ... FILES`          the whole process: start, map, check, compute, print,
 and prints process / (read + compute), the issue's goal being <= 1.25. Every figure is the best
 of --repeat runs after one warm-up, wall clock; user/system time and peak RSS come from
@@ -96,7 +96,7 @@ def main():
              os.path.join(bench, "ptq_bench_ifmr"), [f"BM_ifmr_full_16M/{t}"]),
             ("HFMG, 4 x 4M floats", parts, ["--algo", "hfmg"],
              os.path.join(bench, "ptq_bench_hfmg"),
-             ["BM_hfmg_observe_4x4M", f"BM_hfmg_finalize_4096/{t}"]),
+             [f"BM_hfmg_observe_4x4M/{t}", f"BM_hfmg_finalize_4096/{t}"]),
         ]
         print(f"threads {t}; best of {a.repeat} runs, wall clock; cpu: {cpu_model()}")
         print("| workload | cat (page cache) | in-process compute | ptq observe (process) |"

@@ -25,6 +25,7 @@
 #include "ptq/algorithms/stat_states.hpp"
 #include "ptq/algorithms/state_wire.hpp"
 #include "ptq/algorithms/tensor.hpp"
+#include "ptq/algorithms/two_pass_exchange.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/core.hpp"
 #include "ptq/kernels.hpp"

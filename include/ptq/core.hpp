@@ -5,4 +5,5 @@
 #include "ptq/core/error.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/core/quant.hpp"
+#include "ptq/core/shard_reduce.hpp"
 #include "ptq/core/wire.hpp"

@@ -249,7 +249,7 @@ TEST_CASE("every state kind round-trips through its wire format", "[two_pass][wi
   auto s = ifmr_settings_for_test();
   auto tails = ptq::make_ifmr_tails(s.ifmr, concat(bs).size());
   REQUIRE(tails.ok());
-  for (const std::size_t b : {4, 0, 2})
+  for (const std::size_t b : {std::size_t{4}, std::size_t{0}, std::size_t{2}})
     REQUIRE(observe(tails.value(), b, bs[b].data(), bs[b].size(), k).ok());
   const std::string tb = ptq::serialize(tails.value());
   auto t2 = ptq::deserialize_ifmr_tails(tb);
@@ -264,7 +264,7 @@ TEST_CASE("every state kind round-trips through its wire format", "[two_pass][wi
   auto plan = ptq::ifmr_plan_of(tails.value(), s.ifmr);
   REQUIRE(plan.ok());
   auto st = ptq::make_ifmr_losses(plan.value());
-  for (const std::size_t b : {5, 2, 7})
+  for (const std::size_t b : {std::size_t{5}, std::size_t{2}, std::size_t{7}})
     REQUIRE(observe(st, b, bs[b].data(), bs[b].size(), 1, k).ok());
   CHECK_FALSE(st.pending.empty());
   CHECK_FALSE(st.pieces.empty());
@@ -280,7 +280,7 @@ TEST_CASE("every state kind round-trips through its wire format", "[two_pass][wi
   hs.num_of_bins = 1024;
   auto hb = ptq::make_hfmg_bins(r1, hs);
   REQUIRE(hb.ok());
-  for (const std::size_t b : {0, 1, 5})
+  for (const std::size_t b : {std::size_t{0}, std::size_t{1}, std::size_t{5}})
     REQUIRE(observe(hb.value(), b, bs[b].data(), bs[b].size(), k).ok());
   const std::string hbytes = ptq::serialize(hb.value());
   auto h2 = ptq::deserialize_hfmg_bins(hbytes);

@@ -232,7 +232,8 @@ TEST_CASE("fused candidate MSE equals the reference when only some chunks need t
     std::vector<float> x(n + 3);
     for (auto& v : x)
       v = std::max(-2.0f, std::min(2.0f, nd(rng)));
-    for (const std::size_t chunk : {3, 4, 10, 15, 66, 68})
+    for (const std::size_t chunk : {std::size_t{3}, std::size_t{4}, std::size_t{10},
+                                    std::size_t{15}, std::size_t{66}, std::size_t{68}})
       if (chunk * 256 + 300 < n)
         x[chunk * 256 + 7 + chunk % 5] = chunk % 2 == 0 ? 3.7f : -3.6f;
     x[n - 5] = 4.2f;  // in the partial last chunk of the longer case

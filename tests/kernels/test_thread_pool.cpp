@@ -2,6 +2,7 @@
 // assignment names, with the same workers from call to call; nested calls and calls from two user
 // threads at once complete with the same results.
 #include <atomic>
+#include <cstdint>
 #include <cstddef>
 #include <set>
 #include <thread>
@@ -93,4 +94,23 @@ TEST_CASE("parallel_blocks from two user threads at once gives every call its bl
   REQUIRE(a == b);
   for (std::size_t c = 0; c < calls; ++c)
     REQUIRE(a[c] == c * nblocks * nblocks + nblocks * (nblocks - 1) / 2);
+}
+
+TEST_CASE("parallel_histogram: the one-thread counts for every thread count", "[pool][histogram]") {
+  const auto& k = ptq::kernels::default_kernels();
+  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  for (const std::size_t n : {std::size_t{1000}, block, 3 * block + 12345}) {
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i)
+      x[i] = static_cast<float>((i * 2654435761u) % 100003) * 1e-3f - 40.0f;
+    std::vector<std::int64_t> want(2048, 0);
+    k.histogram(x.data(), n, -40.0f, 60.0f, want.size(), want.data());
+    for (const unsigned threads : {1U, 2U, 3U, 5U}) {
+      INFO(n << " elements, " << threads << " threads");
+      std::vector<std::int64_t> got(2048, 0);
+      ptq::kernels::parallel_histogram(k, x.data(), n, -40.0f, 60.0f, got.size(), got.data(),
+                                       threads);
+      CHECK(got == want);
+    }
+  }
 }

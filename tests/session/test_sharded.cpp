@@ -189,12 +189,12 @@ TEST_CASE("a sharded session gives the one-process record on every rank", "[sess
       "max_percentile: 0.999 min_percentile: 0.999 asymmetric: true }";
   const char* hfmg = "hfmg_quantize { num_of_bins: 4096 asymmetric: true }";
   for (const char* algo : {ifmr, hfmg}) {
-    for (std::size_t batch_num : {1, 2, 5}) {
+    for (std::size_t batch_num : {std::size_t{1}, std::size_t{2}, std::size_t{5}}) {
       const std::string text = "batch_num: " + std::to_string(batch_num) +
                                " common_config { arq_quantize { channel_wise: true } " + algo +
                                " dmq_balancer { migration_strength: 0.5 } }";
       const std::string want = one_process(text);
-      for (std::size_t ranks : {1, 2, 3}) {
+      for (std::size_t ranks : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
         INFO(algo << " batch_num " << batch_num << ", " << ranks << " rank(s)");
         for (const auto& got : run_shards(text, ranks))
           CHECK(got == want);

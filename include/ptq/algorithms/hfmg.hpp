@@ -27,7 +27,8 @@ struct hfmg_settings {
   std::size_t num_of_bins = 4096;  ///< 1024, 2048, 4096 or 8192
   int bits = 8;
   bool asymmetric = true;
-  unsigned threads = 1;  ///< for the search; 0 = hardware concurrency; results do not depend on it
+  /// For the histogram and the search; 0 = hardware concurrency; results do not depend on it.
+  unsigned threads = 1;
 };
 
 /// Python-style floor division of float32 values (torch's div_floor_floating): fmod-based, so it
@@ -253,13 +254,15 @@ class hfmg_observer {
       h.lo = mn;
       h.hi = mx;
       h.counts.assign(s_.num_of_bins, 0);
-      k_.histogram(x, n, h.lo, h.hi, s_.num_of_bins, h.counts.data());
+      kernels::parallel_histogram(k_, x, n, h.lo, h.hi, s_.num_of_bins, h.counts.data(),
+                                  s_.threads);
     } else {
       hfmg_histogram fresh;
       fresh.lo = mn < h.lo ? mn : h.lo;
       fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
-      k_.histogram(x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data());
+      kernels::parallel_histogram(k_, x, n, fresh.lo, fresh.hi, s_.num_of_bins,
+                                  fresh.counts.data(), s_.threads);
       hfmg_merge_into(h, fresh);
       h = std::move(fresh);
     }

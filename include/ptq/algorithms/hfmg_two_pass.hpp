@@ -122,11 +122,13 @@ inline void replay_batches(hfmg_bins_state& st) {
 
 }  // namespace detail
 
-/// Pass 2, one batch with its index. Errors: NaN/Inf, an index pass 1 did not see, a range that
-/// differs from pass 1's (the batch changed between the passes), a batch seen twice.
+/// Pass 2, one batch with its index, its histogram on `threads` threads (the same counts for
+/// any number). Errors: NaN/Inf, an index pass 1 did not see, a range that differs from pass
+/// 1's (the batch changed between the passes), a batch seen twice.
 [[nodiscard]] inline result<> observe(hfmg_bins_state& st, std::size_t batch, const float* x,
                                       std::size_t n, const kernels::kernel_set& k,
-                                      const std::string& name = "activation") {
+                                      const std::string& name = "activation",
+                                      unsigned threads = 1) {
   const std::string label = name + " batch " + std::to_string(batch);
   auto mm = checked_minmax(label, x, n, k.minmax);
   if (!mm)
@@ -145,7 +147,8 @@ inline void replay_batches(hfmg_bins_state& st) {
   if (batch < st.folded || st.pending.count(batch) != 0)
     return make_error(errc::state_mismatch, label + ": already observed in pass 2");
   std::vector<std::int64_t> counts(static_cast<std::size_t>(st.bins), 0);
-  k.histogram(x, n, st.ranges[batch].lo, st.ranges[batch].hi, counts.size(), counts.data());
+  kernels::parallel_histogram(k, x, n, st.ranges[batch].lo, st.ranges[batch].hi, counts.size(),
+                              counts.data(), threads);
   st.pending.emplace(batch, std::move(counts));
   detail::replay_batches(st);
   return {};

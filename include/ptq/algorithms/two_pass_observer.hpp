@@ -71,6 +71,8 @@ class two_pass_observer {
           using T = std::decay_t<decltype(st)>;
           if constexpr (std::is_same_v<T, ifmr_losses_state>) {
             r = ptq::observe(st, batch, x, n, s_.ifmr.threads, k_, name_);
+          } else if constexpr (std::is_same_v<T, hfmg_bins_state>) {
+            r = ptq::observe(st, batch, x, n, k_, name_, s_.hfmg.threads);
           } else if constexpr (!std::is_same_v<T, std::monostate>) {
             r = ptq::observe(st, batch, x, n, k_, name_);
           }

@@ -164,6 +164,38 @@ void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
       &work);
 }
 
+/// Elements per block of parallel_histogram.
+inline constexpr std::size_t parallel_histogram_block = std::size_t{1} << 20;
+
+/// k.histogram of x[0, n) on up to `threads` threads (0 = hardware concurrency): thread t counts
+/// the blocks t, t + nt, ... of parallel_histogram_block elements into counts of its own, which
+/// are then added into `counts`. Each element's bin does not depend on its block and the counts
+/// are integers, so `counts` gets the same values for every thread count.
+inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t n, float lo,
+                               float hi, std::size_t bins, std::int64_t* counts,
+                               unsigned threads) {
+  if (threads == 0)
+    threads = std::thread::hardware_concurrency();
+  const std::size_t nblocks = (n + parallel_histogram_block - 1) / parallel_histogram_block;
+  const std::size_t nt = std::min<std::size_t>(threads, nblocks);
+  if (nt <= 1) {
+    k.histogram(x, n, lo, hi, bins, counts);
+    return;
+  }
+  std::vector<std::int64_t> part(nt * bins, 0);
+  parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
+    for (std::size_t b = t; b < nblocks; b += nt) {
+      const std::size_t at = b * parallel_histogram_block;
+      k.histogram(x + at, std::min(parallel_histogram_block, n - at), lo, hi, bins,
+                  part.data() + t * bins);
+    }
+  });
+  for (std::size_t t = 0; t < nt; ++t) {
+    for (std::size_t i = 0; i < bins; ++i)
+      counts[i] += part[t * bins + i];
+  }
+}
+
 }  // namespace kernels
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -87,10 +87,12 @@ namespace detail {
     if (!l.plan.quant_enable)
       continue;
     if (l.batches_seen != own * static_cast<std::size_t>(stage)) {
-      return make_error(errc::session_call_invalid,
-                        "exchange after pass " + std::to_string(stage) + ": layer '" + l.desc.name +
-                            "' was fed " + std::to_string(l.batches_seen - own * (stage - 1U)) +
-                            " of this rank's " + std::to_string(own) + " batch(es)");
+      return make_error(
+          errc::session_call_invalid,
+          "exchange after pass " + std::to_string(stage) + ": layer '" + l.desc.name +
+              "' was fed " +
+              std::to_string(l.batches_seen - own * static_cast<std::size_t>(stage - 1)) +
+              " of this rank's " + std::to_string(own) + " batch(es)");
     }
     w.bytes(l.desc.name);
     w.u8(l.bounded ? 1 : 0);
