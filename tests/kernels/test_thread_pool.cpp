@@ -2,8 +2,8 @@
 // assignment names, with the same workers from call to call; nested calls and calls from two user
 // threads at once complete with the same results.
 #include <atomic>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <thread>
 #include <vector>

@@ -261,8 +261,8 @@ class hfmg_observer {
       fresh.lo = mn < h.lo ? mn : h.lo;
       fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
-      kernels::parallel_histogram(k_, x, n, fresh.lo, fresh.hi, s_.num_of_bins,
-                                  fresh.counts.data(), s_.threads);
+      kernels::parallel_histogram(k_, x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(),
+                                  s_.threads);
       hfmg_merge_into(h, fresh);
       h = std::move(fresh);
     }

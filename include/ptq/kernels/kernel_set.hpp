@@ -172,8 +172,7 @@ inline constexpr std::size_t parallel_histogram_block = std::size_t{1} << 20;
 /// are then added into `counts`. Each element's bin does not depend on its block and the counts
 /// are integers, so `counts` gets the same values for every thread count.
 inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t n, float lo,
-                               float hi, std::size_t bins, std::int64_t* counts,
-                               unsigned threads) {
+                               float hi, std::size_t bins, std::int64_t* counts, unsigned threads) {
   if (threads == 0)
     threads = std::thread::hardware_concurrency();
   const std::size_t nblocks = (n + parallel_histogram_block - 1) / parallel_histogram_block;
