@@ -586,10 +586,7 @@ const ptq_cli::register_command reg{
 #if PTQ_WITH_MPI
            return run_files_mpi(*a, std::move(opt), p);
 #else
-           return fail(ptq::make_error(ptq::errc::mpi_unavailable,
-                                       "this ptq was built without MPI: --mpi is not available",
-                                       "install libopenmpi-dev openmpi-bin and rebuild "
-                                       "(PTQ_WITH_MPI, docs/scale-out.md)"));
+           return fail(ptq_cli::mpi_unavailable());
 #endif
          }
          return run_files(*a, std::move(opt), p);

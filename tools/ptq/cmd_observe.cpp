@@ -53,12 +53,7 @@ int run_observe_mpi(const ptq::activation_settings& s, const observe_options& o)
   return comm.rank() == 0 ? print_result(r.value(), o.fp16) : ptq_cli::exit_ok;
 #else
   (void)s;
-  std::cerr << "ptq observe: "
-            << ptq::format_error(
-                   ptq::make_error(ptq::errc::mpi_unavailable,
-                                   "this ptq was built without MPI: --mpi is not available",
-                                   "install libopenmpi-dev openmpi-bin and rebuild (PTQ_WITH_MPI, "
-                                   "docs/scale-out.md)"));
+  std::cerr << "ptq observe: " << ptq::format_error(ptq_cli::mpi_unavailable());
   return ptq_cli::exit_error;
 #endif
 }

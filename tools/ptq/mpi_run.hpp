@@ -1,7 +1,21 @@
-// What the tool's `--mpi` runs share (built with MPI only, PTQ_WITH_MPI): the MPI transport
+// What the tool's `--mpi` runs share: the error without MPI; with MPI (PTQ_WITH_MPI) the transport
 // (ptq/mpi.hpp), quiet ranks, and `ptq observe --mpi`: one activation's two passes over the
 // .npy batches of every rank (observe_sharded in ptq/algorithms/two_pass_exchange.hpp).
 #pragma once
+
+#include "ptq/core/error.hpp"
+
+namespace ptq_cli {
+
+/// `--mpi` in a ptq built without MPI (E1106).
+[[nodiscard]] inline ptq::error mpi_unavailable() {
+  return ptq::make_error(ptq::errc::mpi_unavailable,
+                         "this ptq was built without MPI: --mpi is not available",
+                         "install libopenmpi-dev openmpi-bin and rebuild (PTQ_WITH_MPI, "
+                         "docs/scale-out.md)");
+}
+
+}  // namespace ptq_cli
 
 #if PTQ_WITH_MPI
 

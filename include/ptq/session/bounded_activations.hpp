@@ -60,25 +60,35 @@ namespace detail {
   return static_cast<const float*>(scaled.data());
 }
 
-/// Starts the layer's two-pass observer on its first batch of `n` elements; every batch of the
-/// layer has `n` (IFMR's ranks need the total before pass 1).
-[[nodiscard]] inline result<> begin_two_pass(session_layer& l, std::size_t n, std::size_t batch_num,
-                                             const kernels::kernel_set& k) {
-  l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
-  l.bounded_batch_size = n;
-  if (auto st = l.bounded->begin(static_cast<std::uint64_t>(batch_num) * n); !st)
+/// Observes `input` as global batch `b` of the current pass through the layer's two-pass
+/// observer, started on the layer's first batch. IFMR's ranks need the total before pass 1, so
+/// every batch of the layer must have the first one's element count (checked in pass 1).
+[[nodiscard]] inline result<> observe_two_pass_batch(session_layer& l, const tensor_ref& input,
+                                                     std::size_t b, bool first_pass,
+                                                     std::size_t batch_num,
+                                                     const kernels::kernel_set& k) {
+  std::vector<float> scaled;
+  auto x = balanced_input(l, input, scaled);
+  if (!x)
+    return x.error();
+  const std::size_t n = input.size();
+  if (l.batches_seen == 0) {
+    l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
+    l.bounded_batch_size = n;
+    if (auto st = l.bounded->begin(static_cast<std::uint64_t>(batch_num) * n); !st)
+      return in_layer(l.desc.name, st.error());
+  } else if (first_pass && n != l.bounded_batch_size) {
+    return make_error(errc::session_input_invalid,
+                      l.desc.name + ": batch " + std::to_string(b) + " has " + std::to_string(n) +
+                          " elements, the layer's first batch had " +
+                          std::to_string(l.bounded_batch_size) +
+                          "; two-pass calibration (--memory bounded, --mpi) needs batches of one "
+                          "size");
+  }
+  if (auto st = l.bounded->observe(b, x.value(), n); !st)
     return in_layer(l.desc.name, st.error());
+  ++l.batches_seen;
   return {};
-}
-
-[[nodiscard]] inline error batch_size_changed(const session_layer& l, std::size_t b,
-                                              std::size_t n) {
-  return make_error(errc::session_input_invalid,
-                    l.desc.name + ": batch " + std::to_string(b) + " has " + std::to_string(n) +
-                        " elements, the layer's first batch had " +
-                        std::to_string(l.bounded_batch_size) +
-                        "; two-pass calibration (--memory bounded, --mpi) needs batches of one "
-                        "size");
 }
 
 }  // namespace detail
@@ -122,22 +132,11 @@ namespace detail {
                                                           const kernels::kernel_set& k) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
-  const std::size_t b = l.batches_seen % batch_num;
-  const bool first_pass = l.batches_seen < batch_num;
-  std::vector<float> scaled;
-  auto x = detail::balanced_input(l, input, scaled);
-  if (!x)
-    return x.error();
-  const std::size_t n = input.size();
-  if (l.batches_seen == 0) {
-    if (auto st = detail::begin_two_pass(l, n, batch_num, k); !st)
-      return st;
-  } else if (first_pass && n != l.bounded_batch_size) {
-    return detail::batch_size_changed(l, b, n);
+  if (auto st = detail::observe_two_pass_batch(l, input, l.batches_seen % batch_num,
+                                               l.batches_seen < batch_num, batch_num, k);
+      !st) {
+    return st;
   }
-  if (auto st = l.bounded->observe(b, x.value(), n); !st)
-    return in_layer(l.desc.name, st.error());
-  ++l.batches_seen;
   if (l.batches_seen == batch_num) {
     if (auto st = l.bounded->next_pass(); !st)
       return in_layer(l.desc.name, st.error());

@@ -46,22 +46,8 @@ inline namespace PTQ_ABI_NAMESPACE {
                                      " batch(es) of pass 1; exchange the states "
                                      "(exchange_shard_states) before pass 2");
   }
-  const std::size_t b = shard.rank + (l.batches_seen % own) * shard.count;
-  std::vector<float> scaled;
-  auto x = detail::balanced_input(l, input, scaled);
-  if (!x)
-    return x.error();
-  const std::size_t n = input.size();
-  if (l.batches_seen == 0) {
-    if (auto st = detail::begin_two_pass(l, n, batch_num, k); !st)
-      return st;
-  } else if (first_pass && n != l.bounded_batch_size) {
-    return detail::batch_size_changed(l, b, n);
-  }
-  if (auto st = l.bounded->observe(b, x.value(), n); !st)
-    return in_layer(l.desc.name, st.error());
-  ++l.batches_seen;
-  return {};
+  return detail::observe_two_pass_batch(l, input, shard.rank + (l.batches_seen % own) * shard.count,
+                                        first_pass, batch_num, k);
 }
 
 namespace detail {
