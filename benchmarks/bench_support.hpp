@@ -62,13 +62,23 @@ inline double baseline_seconds(const float* x, std::size_t n, bool wall = false)
   return best_seconds([&] { benchmark::DoNotOptimize(stream_read(x, n)); }, wall);
 }
 
+/// The output a kernel writes, for its baseline: `bytes` at `data` (none: the read baseline).
+struct written {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
 /// Runs `f` under manual timing and reports: elements/s, the baseline's elements/s over the same
-/// buffer, and of_baseline = kernel rate / baseline rate (1.0 = at the machine's read bandwidth).
-/// Times are the best iteration, in this thread's CPU time unless `wall`.
+/// buffer, and of_baseline = kernel rate / baseline rate (1.0 = at the machine's bandwidth). The
+/// baseline is the streaming read of x, or for a kernel that writes `out`, that read with plain
+/// stores of as many bytes into the same `out` (stream_copy). Times are the best iteration, in
+/// this thread's CPU time unless `wall`.
 template <class F>
 void run_vs_baseline(benchmark::State& state, const float* x, std::size_t n, F&& f,
-                     bool wall = false) {
-  const double base = baseline_seconds(x, n, wall);
+                     bool wall = false, written out = {}) {
+  const double base = out.data == nullptr
+                          ? baseline_seconds(x, n, wall)
+                          : best_seconds([&] { stream_copy(x, n, out.data, out.bytes); }, wall);
   double best = 1e30;
   for (auto _ : state) {
     const double t0 = now_seconds(wall);

@@ -5,6 +5,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "madd_peak.hpp"
@@ -12,10 +14,10 @@
 
 PTQ_KERNELS_EXTERN_AVX2
 PTQ_KERNELS_EXTERN_AVX512
-extern template ptq_bench::stream_read_fn ptq_bench::stream_read_factory::operator()<
+extern template ptq_bench::stream_fns ptq_bench::stream_read_factory::operator()<
     xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) const noexcept;
-extern template ptq_bench::stream_read_fn
-ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(xsimd::avx512f) const noexcept;
+extern template ptq_bench::stream_fns ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(
+    xsimd::avx512f) const noexcept;
 extern template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<
     xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) const noexcept;
 extern template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xsimd::avx512f>(
@@ -23,20 +25,44 @@ extern template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xs
 
 namespace ptq_bench {
 
+namespace {
+/// f's result for the arch the run measures: the best this CPU has, or at most the one
+/// PTQ_BENCH_ARCH names (sse2, avx2), so one machine measures every kernel set. A CPU without
+/// the named arch falls back to the next one down; every figure is labelled with the arch ran.
+template <class F>
+auto for_bench_arch(F f) noexcept {
+  const char* want = std::getenv("PTQ_BENCH_ARCH");
+  if (want != nullptr && std::strcmp(want, "sse2") == 0)
+    return xsimd::dispatch<xsimd::arch_list<xsimd::sse2>>(f)();
+  if (want != nullptr && std::strcmp(want, "avx2") == 0)
+    return xsimd::dispatch<xsimd::arch_list<xsimd::fma3<xsimd::avx2>, xsimd::sse2>>(f)();
+  return xsimd::dispatch<ptq::kernels::x86_archs>(f)();
+}
+}  // namespace
+
 const ptq::kernels::kernel_set& kernels() noexcept {
-  static const ptq::kernels::kernel_set k =
-      ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
+  static const ptq::kernels::kernel_set k = for_bench_arch(ptq::kernels::kernel_set_factory{});
   return k;
 }
 
+namespace {
+const stream_fns& baselines() noexcept {
+  static const stream_fns f = for_bench_arch(stream_read_factory{});
+  return f;
+}
+}  // namespace
+
 float stream_read(const float* x, std::size_t n) noexcept {
-  static const stream_read_fn f = xsimd::dispatch<ptq::kernels::x86_archs>(stream_read_factory{})();
-  return f(x, n);
+  return baselines().read(x, n);
+}
+
+void stream_copy(const float* x, std::size_t n, void* out, std::size_t out_bytes) noexcept {
+  baselines().copy(x, n, static_cast<float*>(out), out_bytes < n * sizeof(float));
 }
 
 namespace {
 const madd_loop& peak_loop() {
-  static const madd_loop l = xsimd::dispatch<ptq::kernels::x86_archs>(madd_loop_factory{})();
+  static const madd_loop l = for_bench_arch(madd_loop_factory{});
   return l;
 }
 double thread_seconds() {

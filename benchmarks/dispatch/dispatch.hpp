@@ -17,6 +17,10 @@ namespace ptq_bench {
 /// One plain streaming read of x[0..n) with the arch of kernels() (the baseline).
 float stream_read(const float* x, std::size_t n) noexcept;
 
+/// The baseline of a kernel that writes `out_bytes` into `out` while reading x[0..n): that
+/// read with plain stores of n floats (out_bytes = 4n) or of n bytes (out_bytes = n).
+void stream_copy(const float* x, std::size_t n, void* out, std::size_t out_bytes) noexcept;
+
 /// The peak of one thread in GFLOP/s: madd_peak.hpp's loop with the arch of kernels(), best of
 /// five runs of this thread's CPU time (measured once, on first use).
 double madd_peak_gflops();

@@ -5,7 +5,7 @@
 #include "stream_read.hpp"
 
 PTQ_KERNELS_INSTANTIATE_AVX2
-template ptq_bench::stream_read_fn ptq_bench::stream_read_factory::operator()<
-    xsimd::fma3<xsimd::avx2>>(xsimd::fma3<xsimd::avx2>) const noexcept;
+template ptq_bench::stream_fns ptq_bench::stream_read_factory::operator()<xsimd::fma3<xsimd::avx2>>(
+    xsimd::fma3<xsimd::avx2>) const noexcept;
 template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xsimd::fma3<xsimd::avx2>>(
     xsimd::fma3<xsimd::avx2>) const noexcept;

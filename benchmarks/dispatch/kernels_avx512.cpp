@@ -13,7 +13,7 @@
 #include "stream_read.hpp"
 
 PTQ_KERNELS_INSTANTIATE_AVX512
-template ptq_bench::stream_read_fn ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(
+template ptq_bench::stream_fns ptq_bench::stream_read_factory::operator()<xsimd::avx512f>(
     xsimd::avx512f) const noexcept;
 template ptq_bench::madd_loop ptq_bench::madd_loop_factory::operator()<xsimd::avx512f>(
     xsimd::avx512f) const noexcept;

@@ -1,4 +1,4 @@
-// The baseline kernel of the benchmarks, templated on the arch like ptq's kernels so that each ISA
+// The baseline kernels of the benchmarks, templated on the arch like ptq's kernels so that each ISA
 // translation unit instantiates its own symbol.
 #pragma once
 
@@ -28,17 +28,47 @@ template <class Arch>
   return s;
 }
 
-using stream_read_fn = float (*)(const float*, std::size_t) noexcept;
+/// The baseline of a kernel that writes: the streaming read of x[0..n) with one plain store per
+/// batch loaded into `out` (`narrow` false: n floats, as fake-quantization writes) or one per
+/// four batches (`narrow` true: n bytes, as int8 quantization writes).
+template <class Arch>
+[[gnu::noinline]] void stream_copy_simd(const float* x, std::size_t n, float* out,
+                                        bool narrow) noexcept {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = B::size;
+  std::size_t i = 0;
+  if (narrow) {
+    for (; i + 4 * W <= n; i += 4 * W) {
+      const B s = (B::load_unaligned(x + i) + B::load_unaligned(x + i + W)) +
+                  (B::load_unaligned(x + i + 2 * W) + B::load_unaligned(x + i + 3 * W));
+      s.store_unaligned(out + i / 4);
+    }
+    return;
+  }
+  for (; i + W <= n; i += W)
+    B::load_unaligned(x + i).store_unaligned(out + i);
+  for (; i < n; ++i)
+    out[i] = x[i];
+}
 
-/// Functor for xsimd::dispatch: the baseline of the arch it is called with.
+using stream_read_fn = float (*)(const float*, std::size_t) noexcept;
+using stream_copy_fn = void (*)(const float*, std::size_t, float*, bool) noexcept;
+
+/// The baselines of one arch.
+struct stream_fns {
+  stream_read_fn read = nullptr;
+  stream_copy_fn copy = nullptr;
+};
+
+/// Functor for xsimd::dispatch: the baselines of the arch it is called with.
 struct stream_read_factory {
   template <class Arch>
-  stream_read_fn operator()(Arch) const noexcept;
+  stream_fns operator()(Arch) const noexcept;
 };
 
 template <class Arch>
-stream_read_fn stream_read_factory::operator()(Arch) const noexcept {
-  return &stream_read_simd<Arch>;
+stream_fns stream_read_factory::operator()(Arch) const noexcept {
+  return {&stream_read_simd<Arch>, &stream_copy_simd<Arch>};
 }
 
 }  // namespace ptq_bench

@@ -67,6 +67,43 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   CHECK(x.error().message == "tensor 'missing' is not in the file");
 }
 
+TEST_CASE("view reads F32 in place and converts the rest as get does", "[safetensors]") {
+  const std::vector<ptq::io::named_tensor> t = {{"a", {2, 2}, {1, 2, 3, 4}}, {"b", {3}, {5, 6, 7}}};
+  auto parsed = ptq::io::parse_safetensors(ptq::io::format_safetensors(t, {}));
+  REQUIRE(parsed.ok());
+  const auto f = std::move(parsed).value();
+  auto v = f.view("b");
+  REQUIRE(v.ok());
+  CHECK(v->shape == std::vector<std::size_t>{3});
+  CHECK(v->owned.empty());
+  CHECK(static_cast<const void*>(v->data.data()) == f.data().data() + f.find("b")->begin);
+  CHECK(std::vector<float>(v->data.data(), v->data.data() + v->data.size()) ==
+        std::vector<float>{5, 6, 7});
+  const auto moved = std::move(v).value();  // the span survives a move
+  CHECK(moved.data.data()[2] == 7.0f);
+  CHECK(f.view("missing").error().message == f.get("missing").error().message);
+
+  // An F32 tensor at an offset that is not a multiple of 4 (8 + 110 header bytes + 1 byte of
+  // padding in the data section), and an F16 one: both converted into `owned`.
+  std::string data(1, '\0');
+  const float two = 2.0f;
+  data.append(reinterpret_cast<const char*>(&two), 4);
+  data += std::string("\x00\x3C", 2);
+  const std::string h =
+      R"({"f":{"dtype":"F32","shape":[1],"data_offsets":[1,5]},"h":{"dtype":"F16","shape":[1],"data_offsets":[5,7]}})";
+  parsed = ptq::io::parse_safetensors(with_header(h + "   ", 0) + data);
+  REQUIRE(parsed.ok());
+  const auto g = std::move(parsed).value();
+  for (const char* name : {"f", "h"}) {
+    INFO(name);
+    auto c = g.view(name);
+    REQUIRE(c.ok());
+    REQUIRE(c->owned.size() == 1);
+    CHECK(c->data.data() == c->owned.data());
+    CHECK(c->data.data()[0] == g.get(name).value().data[0]);
+  }
+}
+
 TEST_CASE("malformed safetensors are clear errors", "[safetensors]") {
   using ptq::errc;
   CHECK(parse_error("abc", errc::truncated) == "file is 3 bytes; too short for the header length");

@@ -76,10 +76,21 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   CHECK_FALSE(w.find("bn2.weight"));  // conv2 is fused: its BatchNorm is gone
   CHECK_FALSE(w.find("bn2.running_var"));
   CHECK(w.find("fc.weight"));
-  // Same inputs, another thread count: the same record, byte for byte.
-  REQUIRE(run("calibrate " + ex + "/configs/dmq_balancer.cfg" + files +
-              " --record cal_record2.txt --threads 1 --quiet")
-              .code == 0);
+  // Same inputs, another thread count: the same record, byte for byte. --timings prints one
+  // line with each part of the run (no progress lines with --quiet).
+  const auto timed = run("calibrate " + ex + "/configs/dmq_balancer.cfg" + files +
+                         " --record cal_record2.txt --threads 1 --quiet --timings");
+  REQUIRE(timed.code == 0);
+  INFO(timed.err);
+  const auto line_at = timed.err.find("timings: load ");  // after the config's warnings
+  REQUIRE(line_at != std::string::npos);
+  CHECK((line_at == 0 || timed.err[line_at - 1] == '\n'));
+  CHECK(timed.err.find("timings:", line_at + 1) == std::string::npos);  // one line
+  for (const char* part : {" fusion ", " open ", " dmq ", " weights ", " activations ", " finish ",
+                           " outputs ", " total "}) {
+    CHECK(timed.err.find(part, line_at) != std::string::npos);
+  }
+  CHECK(run("calibrate --quiet --timings").code == 2);  // the bundled model: not timed
   std::string again;
   again = ptq::value_or_throw(ptq::read_text_file("cal_record2.txt"));
   text = ptq::value_or_throw(ptq::read_text_file("cal_record.txt"));

@@ -43,7 +43,14 @@ struct calibrate_args {
   bool order_invariant = false;     ///< --order-invariant: HFMG's order-invariant histogram
   bool json = false;
   bool quiet = false;
+  bool timings = false;  ///< --timings: each part's wall time on stderr (phase_timer.hpp)
 };
+
+/// A phase's one-word name in progress lines and timings.
+[[nodiscard]] inline const char* phase_key(ptq::session_phase p) noexcept {
+  static const char* const names[] = {"fusion", "dmq", "weights", "activations", "done"};
+  return names[static_cast<int>(p)];
+}
 
 // Progress on stderr: a bar when it is a terminal, plain lines otherwise, nothing when quiet.
 // The session reports a fusion step only for the layers it fuses (not those of
@@ -56,8 +63,7 @@ struct progress_printer {
   void operator()(const ptq::progress_event& e) const {
     if (quiet || e.total == 0)
       return;
-    static const char* const names[] = {"fusion", "dmq", "weights", "activations", "done"};
-    const char* phase = names[static_cast<int>(e.phase)];
+    const char* phase = phase_key(e.phase);
     if (tty) {
       const std::size_t width = 24;
       const std::size_t filled = width * e.done / e.total;

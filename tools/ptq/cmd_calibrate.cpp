@@ -25,6 +25,7 @@
 #include "input_files.hpp"
 #include "numeric_io.hpp"
 #include "outputs.hpp"
+#include "phase_timer.hpp"
 #include "ptq/config.hpp"
 #include "ptq/config_json.hpp"
 #include "ptq/io/safetensors.hpp"
@@ -295,9 +296,9 @@ struct model_files {
 
 /// Loads the config, the weights and the manifest, and creates the session. An error whose
 /// details are on stderr already (the config's or the session's diagnostics) sets `printed`.
-ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(const calibrate_args& a,
-                                                                         ptq::session_options opt,
-                                                                         bool& printed) {
+ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
+    const calibrate_args& a, ptq::session_options opt, bool& printed,
+    ptq_cli::phase_timer* timer = nullptr) {
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
   if (!cfg) {
     printed = true;
@@ -316,6 +317,8 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(const c
   std::vector<ptq::layer_desc> descs;
   for (const auto& m : f.model.layers)
     descs.push_back(m.desc);
+  if (timer != nullptr)
+    timer->lap("load");
   auto created = ptq::calibration_session::create(f.cfg.parsed.value(), descs, std::move(opt));
   print_session_diagnostics(created.diagnostics(), f.cfg.text, a.config, a.weights, &f.model);
   if (!created) {
@@ -387,23 +390,35 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
     return fail(st.error());
   if (auto st = check_inputs(inputs); !st)
     return fail(st.error());
-  opt.on_progress = progress;
+  ptq_cli::phase_timer timer;
+  ptq_cli::phase_timer* const timed = a.timings ? &timer : nullptr;
+  opt.on_progress = [&progress, timed](const ptq::progress_event& e) {
+    if (timed != nullptr)
+      timed->lap(ptq_cli::phase_key(e.phase));
+    progress(e);
+  };
   const auto kernels = opt.kernels;
   bool printed = false;
-  auto loaded = load_model(a, std::move(opt), printed);
+  auto loaded = load_model(a, std::move(opt), printed, timed);
   if (!loaded)
     return printed ? ptq_cli::exit_error : fail(loaded.error());
   auto& [f, s] = loaded.value();
   const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
+  timer.lap("fusion");  // creation ends with the fusions (it reports only the fused layers)
   auto batches = open_batches(a, need, [](std::size_t) { return true; });
   if (!batches)
     return fail(batches.error());
+  timer.lap("open");
   const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
   auto r = ptq::calibrate_from_files(s, batches.value().sources, &ada, kernels);
   if (!r)
     return fail(r.error());
+  timer.lap("finish");  // the record and the input SQNR, after the last activation event
   if (auto st = write_outputs(a, s, f, r.value()); !st)
     return fail(st.error());
+  timer.lap("outputs");
+  if (timed != nullptr)
+    std::cerr << timer.line() << '\n';
   return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
 }
 
@@ -538,6 +553,8 @@ const ptq_cli::register_command reg{
                     "--model; rank 0 writes the outputs; docs/scale-out.md)");
        sub.add_flag("--json", a->json, "print the per-layer table as JSON");
        sub.add_flag("--quiet", a->quiet, "no progress output");
+       sub.add_flag("--timings", a->timings,
+                    "print the wall time of each part of the run on stderr (model files only)");
        return [a]() -> int {
          ptq::session_options opt;
          opt.threads =
@@ -561,6 +578,8 @@ const ptq_cli::register_command reg{
            // never holds (it keeps only what the result needs).
            return fail_usage("--report and --report-json need --memory one-pass");
          }
+         if (a->timings && (a->mpi || a->model.empty()))
+           return fail_usage("--timings times a run from model files (--model), without --mpi");
          if (a->mpi && a->model.empty())
            return fail_usage(
                "--mpi shards a model from files: give --model, --weights and --batches");

@@ -14,6 +14,7 @@
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/huge_pages.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
@@ -241,6 +242,14 @@ class ifmr_observer {
     state_.data.insert(state_.data.end(), x, x + n);
     ++state_.batches;
     return {};
+  }
+  /// Makes room for `values` values in all (the batches still to come included), so that the
+  /// batches are appended without reallocating; a large buffer is advised huge pages.
+  void reserve(std::size_t values) {
+    if (values <= state_.data.capacity())
+      return;
+    state_.data.reserve(values);
+    advise_huge_pages(state_.data.data(), values * sizeof(float));
   }
   /// Adds one batch from a contiguous container (data() and size()).
   template <class C>

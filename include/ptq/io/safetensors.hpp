@@ -45,6 +45,30 @@ struct float_tensor {
   std::vector<float> data;
 };
 
+/// Contiguous float32 values another object owns.
+struct float_span {
+  const float* ptr = nullptr;
+  std::size_t count = 0;
+  [[nodiscard]] const float* data() const noexcept { return ptr; }
+  [[nodiscard]] std::size_t size() const noexcept { return count; }
+};
+
+/// A float32 tensor read where it lies in the mapped file, or converted into `owned` when its
+/// bytes cannot be used in place (another dtype, or an offset that is not a multiple of 4).
+/// `data` stays valid while the file and this view live. Move-only (a copy would point into
+/// the original's `owned`).
+struct float_tensor_view {
+  std::vector<std::size_t> shape;
+  float_span data;
+  std::vector<float> owned;
+
+  float_tensor_view() = default;
+  float_tensor_view(float_tensor_view&&) noexcept = default;
+  float_tensor_view& operator=(float_tensor_view&&) noexcept = default;
+  float_tensor_view(const float_tensor_view&) = delete;
+  float_tensor_view& operator=(const float_tensor_view&) = delete;
+};
+
 /// A parsed safetensors file: entries in data order, the metadata, and the file's bytes
 /// (mapped by read_safetensors, so a file is in memory once, in the page cache). Move-only.
 struct safetensors_file {
@@ -67,6 +91,10 @@ struct safetensors_file {
   /// The named tensor as float32: errc::tensor_not_found when it is missing,
   /// errc::unsupported_dtype when it is not a floating-point tensor.
   [[nodiscard]] result<float_tensor> get(std::string_view name) const;
+
+  /// The named tensor as float32 without a copy when it is F32 at an aligned offset (the usual
+  /// case), else converted as by get(); the same errors as get().
+  [[nodiscard]] result<float_tensor_view> view(std::string_view name) const;
 };
 
 namespace detail {
@@ -148,6 +176,26 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
                       "tensor '" + std::string(name) + "' has dtype " + e->dtype +
                           "; a floating-point tensor (F32, F16, BF16, F64) is needed");
   }
+  return out;
+}
+
+inline result<float_tensor_view> safetensors_file::view(std::string_view name) const {
+  const auto* e = find(name);
+  float_tensor_view out;
+  if (e != nullptr && e->dtype == "F32") {
+    const char* src = data().data() + e->begin;
+    if (reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
+      out.shape = e->shape;
+      out.data = {reinterpret_cast<const float*>(src), e->numel()};
+      return out;
+    }
+  }
+  auto t = get(name);
+  if (!t)
+    return t.error();
+  out.shape = std::move(t.value().shape);
+  out.owned = std::move(t.value().data);
+  out.data = {out.owned.data(), out.owned.size()};
   return out;
 }
 

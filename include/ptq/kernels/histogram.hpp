@@ -63,62 +63,54 @@ inline void histogram_ref(const float* x, std::size_t n, float lo, float hi, std
   }
 }
 
-/// SIMD histogram: bin indices are computed two batches at a time (the division is the same
-/// IEEE operation as the reference), then counted into four interleaved 32-bit sub-histograms
-/// (short dependency chains when neighbouring values share a bin) that are flushed into the
-/// 64-bit counts every 2^30 elements.
+/// SIMD histogram in two steps per block of 256 values: the bin indices of the block are
+/// computed in SIMD (the division is the same IEEE operation as the reference) into a small
+/// array, then counted with one unconditional increment each into two interleaved 32-bit
+/// sub-histograms (short dependency chains when neighbouring values share a bin). A value
+/// outside [lo, hi] gets the extra slot `bins`, which is never read, so the counting loop has no
+/// branch. The sub-histograms are flushed into the 64-bit counts every 2^30 values.
 template <class Arch>
 void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
                     std::int64_t* counts) {
   using B = detail::fbatch<Arch>;
-  using I = xsimd::batch<std::int32_t, Arch>;
   constexpr std::size_t W = B::size;
-  constexpr std::size_t U = 2 * W;
+  constexpr std::size_t block = 256;  // a multiple of 2 * W for every arch
   const bin_geometry g = make_bin_geometry(lo, hi, bins);
-  if (!g.valid || bins == 0 || n < U) {
+  if (!g.valid || bins == 0 || n < block) {
     histogram_ref(x, n, lo, hi, bins, counts);
     return;
   }
-  std::vector<std::uint32_t> sub(4 * bins, 0u);
+  const std::size_t stride = bins + 1;
+  std::vector<std::uint32_t> sub(2 * stride, 0u);
   std::uint32_t* const h0 = sub.data();
-  std::uint32_t* const h1 = h0 + bins;
-  std::uint32_t* const h2 = h1 + bins;
-  std::uint32_t* const h3 = h2 + bins;
+  std::uint32_t* const h1 = h0 + stride;
   const B blo(g.lo), bhi(g.hi), bspan(g.span), bn(g.nbins);
   const B top(static_cast<float>(bins - 1));
-  const B outside(-1.0f);
-  alignas(Arch::alignment()) std::int32_t idx[U];
+  const B outside(static_cast<float>(bins));
+  alignas(Arch::alignment()) std::int32_t idx[block];
   const auto flush = [&]() {
     for (std::size_t b = 0; b < bins; ++b) {
-      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]) +
-                   static_cast<std::int64_t>(h2[b]) + static_cast<std::int64_t>(h3[b]);
-      h0[b] = h1[b] = h2[b] = h3[b] = 0;
+      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]);
+      h0[b] = h1[b] = 0;
     }
   };
   constexpr std::size_t flush_every = std::size_t{1} << 30;
   std::size_t since_flush = 0;
   std::size_t i = 0;
-  for (; i + U <= n; i += U) {
-    for (std::size_t u = 0; u < 2; ++u) {
-      const B v = B::load_unaligned(x + i + u * W);
+  for (; i + block <= n; i += block) {
+    for (std::size_t u = 0; u < block; u += W) {
+      const B v = B::load_unaligned(x + i + u);
       const auto inside = (v >= blo) & (v <= bhi);
       // For inside values the quotient is in [0, B]; trunc(min(q, B-1)) == min(trunc(q), B-1).
       const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
-      const I b =
-          xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside));
-      b.store_aligned(idx + u * W);
+      xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside))
+          .store_aligned(idx + u);
     }
-    for (std::size_t l = 0; l < U; l += 4) {
-      if (idx[l] >= 0)
-        ++h0[idx[l]];
-      if (idx[l + 1] >= 0)
-        ++h1[idx[l + 1]];
-      if (idx[l + 2] >= 0)
-        ++h2[idx[l + 2]];
-      if (idx[l + 3] >= 0)
-        ++h3[idx[l + 3]];
+    for (std::size_t l = 0; l < block; l += 2) {
+      ++h0[idx[l]];
+      ++h1[idx[l + 1]];
     }
-    since_flush += U;
+    since_flush += block;
     if (since_flush >= flush_every) {
       flush();
       since_flush = 0;

@@ -66,9 +66,9 @@ namespace detail {
 [[nodiscard]] inline result<> observe_two_pass_batch(session_layer& l, const tensor_ref& input,
                                                      std::size_t b, bool first_pass,
                                                      std::size_t batch_num,
-                                                     const kernels::kernel_set& k) {
-  std::vector<float> scaled;
-  auto x = balanced_input(l, input, scaled);
+                                                     const kernels::kernel_set& k,
+                                                     std::vector<float>& scratch) {
+  auto x = balanced_input(l, input, scratch);
   if (!x)
     return x.error();
   const std::size_t n = input.size();
@@ -98,11 +98,11 @@ namespace detail {
 [[nodiscard]] inline result<> observe_layer_batch_invariant(session_layer& l,
                                                             const tensor_ref& input,
                                                             std::size_t batch_num, bool fp16,
-                                                            const kernels::kernel_set& k) {
+                                                            const kernels::kernel_set& k,
+                                                            std::vector<float>& scratch) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
-  std::vector<float> scaled;
-  auto x = detail::balanced_input(l, input, scaled);
+  auto x = detail::balanced_input(l, input, scratch);
   if (!x)
     return x.error();
   const hfmg_settings s = activation_settings_of(*l.calibrator).hfmg;
@@ -129,11 +129,12 @@ namespace detail {
 /// the last (FORCE_FP16_QUANT when `fp16`).
 [[nodiscard]] inline result<> observe_layer_batch_bounded(session_layer& l, const tensor_ref& input,
                                                           std::size_t batch_num, bool fp16,
-                                                          const kernels::kernel_set& k) {
+                                                          const kernels::kernel_set& k,
+                                                          std::vector<float>& scratch) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   if (auto st = detail::observe_two_pass_batch(l, input, l.batches_seen % batch_num,
-                                               l.batches_seen < batch_num, batch_num, k);
+                                               l.batches_seen < batch_num, batch_num, k, scratch);
       !st) {
     return st;
   }

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,9 +43,11 @@ struct file_calibration {
 /// Quantize-dequantizes `n` values of layer `l`'s input in place with the layer's recorded
 /// scale_d / offset_d (the input already divided by its DMQ factors) and returns the SQNR of the
 /// result against the input in dB; NaN (and `x` untouched) when the layer has no activation
-/// parameters yet.
+/// parameters yet. `scratch`, when given, holds the copy of the input (a buffer reused over
+/// layers allocates once).
 [[nodiscard]] inline double fake_quantize_input(const session_layer& l, float* x, std::size_t n,
-                                                const kernels::kernel_set& k) {
+                                                const kernels::kernel_set& k,
+                                                std::vector<float>* scratch = nullptr) {
   if (!l.activation_params)
     return std::numeric_limits<double>::quiet_NaN();
   const auto& a = *l.activation_params;
@@ -52,7 +56,9 @@ struct file_calibration {
   qz.offset = static_cast<float>(a.offset);
   qz.qmin = -std::ldexp(1.0f, a.bits - 1);
   qz.qmax = std::ldexp(1.0f, a.bits - 1) - 1.0f;
-  std::vector<float> before(x, x + n);
+  std::vector<float> own;
+  std::vector<float>& before = scratch != nullptr ? *scratch : own;  // the caller's, reused
+  before.assign(x, x + n);
   k.fake_quant(before.data(), n, qz, x);
   return sqnr_db(before.data(), x, n);
 }
@@ -66,15 +72,34 @@ namespace detail {
   return e;
 }
 
-/// Layer `layer`'s input in file `f`, or an error naming the file and the tensor.
+/// Whether Source has `view(name)`: a result like get()'s whose `data` may point into the
+/// source (io::safetensors_file::view), so a read-only input needs no copy.
+template <class Source, class = void>
+struct has_view : std::false_type {};
+template <class Source>
+struct has_view<Source,
+                std::void_t<decltype(std::declval<const Source&>().view(std::string_view{}))>>
+    : std::true_type {};
+
+/// `s.view(name)` when Source has view(), else `s.get(name)` (a copy).
+template <class Source>
+[[nodiscard]] auto fetch_tensor(const Source& s, std::string_view name) {
+  if constexpr (has_view<Source>::value)
+    return s.view(name);
+  else
+    return s.get(name);
+}
+
+/// Layer `layer`'s input in file `f`, read-only and in place where the source can, or an error
+/// naming the file and the tensor.
 template <class Source>
 [[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer)
-    -> decltype(f.source->get(layer)) {
+    -> decltype(fetch_tensor(*f.source, layer)) {
   if (f.source == nullptr) {
     return make_error(errc::session_call_invalid,
                       f.path + ": the batch file was not opened on this process");
   }
-  auto t = f.source->get(layer);
+  auto t = fetch_tensor(*f.source, layer);
   if (!t) {
     auto e = from_file(t.error(), f.path);
     e.note = "each batch file holds every quantizable layer's input under the layer's name";
@@ -158,6 +183,7 @@ template <class Source>
                                                      const named_source<Source>& last,
                                                      const kernels::kernel_set& k) {
   std::vector<double> out(s.layers().size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<float> x, before;  // reused over the layers: two allocations in all
   for (std::size_t i = 0; i < s.layers().size(); ++i) {
     const auto& l = s.layers()[i];
     if (!l.activation_params)
@@ -165,14 +191,15 @@ template <class Source>
     auto t = layer_input(last, l.desc.name);
     if (!t)
       return t.error();
-    auto& x = t.value();
+    const auto& in = t.value();
+    x.assign(in.data.data(), in.data.data() + in.data.size());
     if (!l.balance_factors.empty()) {  // the layer sees its input divided by the factors
-      if (auto st = dmq_apply_to_activation(x.data.data(), x.shape, l.desc.type, l.balance_factors);
+      if (auto st = dmq_apply_to_activation(x.data(), in.shape, l.desc.type, l.balance_factors);
           !st) {
         return from_file(st.error(), last.path);
       }
     }
-    out[i] = fake_quantize_input(l, x.data.data(), x.data.size(), k);
+    out[i] = fake_quantize_input(l, x.data(), x.size(), k, &before);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -162,21 +163,28 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 
 /// Phase 4: one activation batch of a layer, divided by its DMQ factors and observed; after
 /// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`), with
-/// the search's statistics kept in `l.activation_stats` when `keep_stats`.
+/// the search's statistics kept in `l.activation_stats` when `keep_stats`. `scratch` holds the
+/// input divided by the factors (the session's one buffer, reused over layers and batches).
 [[nodiscard]] inline result<> observe_layer_batch(session_layer& l, const tensor_ref& input,
                                                   std::size_t batch_num, bool fp16,
+                                                  std::vector<float>& scratch,
                                                   bool keep_stats = false) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const auto observe = [&](const float* x, std::size_t n) {
     return std::visit([&](auto& c) { return c.observe(x, n); }, *l.calibrator);
   };
+  // On the first batch, room for batch_num of its size (the usual run: batches of one size).
+  if (l.batches_seen == 0 && batch_num <= std::numeric_limits<std::size_t>::max() / 8 /
+                                              std::max<std::size_t>(input.size(), 1)) {
+    std::visit([&](auto& c) { c.reserve_activation(input.size() * batch_num); }, *l.calibrator);
+  }
   result<> st;
   if (!l.balance_factors.empty()) {
-    std::vector<float> scaled(input.data, input.data + input.size());
-    st = dmq_apply_to_activation(scaled.data(), input.shape, l.desc.type, l.balance_factors);
+    scratch.assign(input.data, input.data + input.size());
+    st = dmq_apply_to_activation(scratch.data(), input.shape, l.desc.type, l.balance_factors);
     if (st)
-      st = observe(scaled.data(), scaled.size());
+      st = observe(scratch.data(), scratch.size());
   } else {
     st = observe(input.data, input.size());
   }

@@ -233,14 +233,15 @@ class calibration_session {
     const auto observe = [&]() -> result<> {
       const std::size_t b = plan_.batch_num;
       if (options_.shard)
-        return observe_layer_batch_sharded(*l, input, b, *options_.shard, options_.kernels);
+        return observe_layer_batch_sharded(*l, input, b, *options_.shard, options_.kernels,
+                                           scratch_);
       if (activation_passes() == 2)
-        return observe_layer_batch_bounded(*l, input, b, fp16_, options_.kernels);
+        return observe_layer_batch_bounded(*l, input, b, fp16_, options_.kernels, scratch_);
       if (options_.order_invariant_histogram &&
           activation_settings_of(*l->calibrator).algo == activation_algo::hfmg) {
-        return observe_layer_batch_invariant(*l, input, b, fp16_, options_.kernels);
+        return observe_layer_batch_invariant(*l, input, b, fp16_, options_.kernels, scratch_);
       }
-      return observe_layer_batch(*l, input, b, fp16_, options_.keep_search_stats);
+      return observe_layer_batch(*l, input, b, fp16_, scratch_, options_.keep_search_stats);
     };
     if (auto st = observe(); !st)
       return st;
@@ -402,6 +403,7 @@ class calibration_session {
   session_phase phase_ = session_phase::fusion;
   int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
   std::vector<session_layer> layers_;
+  std::vector<float> scratch_;  ///< a DMQ layer's input divided by its factors (reused)
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

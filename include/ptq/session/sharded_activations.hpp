@@ -32,7 +32,8 @@ inline namespace PTQ_ABI_NAMESPACE {
 [[nodiscard]] inline result<> observe_layer_batch_sharded(session_layer& l, const tensor_ref& input,
                                                           std::size_t batch_num,
                                                           const shard_info& shard,
-                                                          const kernels::kernel_set& k) {
+                                                          const kernels::kernel_set& k,
+                                                          std::vector<float>& scratch) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const std::size_t own = shard_batch_count(shard, batch_num);
@@ -47,7 +48,7 @@ inline namespace PTQ_ABI_NAMESPACE {
                                      "(exchange_shard_states) before pass 2");
   }
   return detail::observe_two_pass_batch(l, input, shard.rank + (l.batches_seen % own) * shard.count,
-                                        first_pass, batch_num, k);
+                                        first_pass, batch_num, k, scratch);
 }
 
 namespace detail {
