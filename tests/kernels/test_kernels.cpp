@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -104,6 +105,23 @@ TEST_CASE("minmax finds the first NaN or Inf", "[kernels]") {
     }
     const auto empty = k.minmax(nullptr, 0);
     CHECK(empty.first_bad == 0);
+  }
+}
+
+TEST_CASE("minmax of huge finite values is the reference's (no false NaN/Inf)", "[kernels]") {
+  // Sums of these overflow to Inf: the sse2 finiteness check adds the values, and must then
+  // fall back to the reference rather than report a bad element.
+  std::vector<float> x(4096);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = (i % 3 == 0 ? -1.0f : 1.0f) * (FLT_MAX - static_cast<float>(i % 7) * 1e31f);
+  const auto want = ptq::kernels::minmax_ref(x.data(), x.size());
+  REQUIRE(want.first_bad == x.size());
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    const auto r = k.minmax(x.data(), x.size());
+    CHECK(r.first_bad == x.size());
+    CHECK(same_bits(r.min, want.min));
+    CHECK(same_bits(r.max, want.max));
   }
 }
 

@@ -2,6 +2,7 @@
 // assignment names, with the same workers from call to call; nested calls and calls from two user
 // threads at once complete with the same results.
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <set>
@@ -111,6 +112,59 @@ TEST_CASE("parallel_histogram: the one-thread counts for every thread count", "[
       ptq::kernels::parallel_histogram(k, x.data(), n, -40.0f, 60.0f, got.size(), got.data(),
                                        threads);
       CHECK(got == want);
+    }
+  }
+}
+
+TEST_CASE("parallel_select_extremes: the reference's values for every thread count",
+          "[pool][topk]") {
+  const auto ref = ptq::kernels::reference_kernel_set();
+  const auto& k = ptq::kernels::default_kernels();
+  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  for (const std::size_t n : {std::size_t{5000}, 2 * block, 3 * block + 777}) {
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i)  // repeated values, so ties cross the parts
+      x[i] = static_cast<float>((i * 2654435761u) % 4099) * 0.5f - 1000.0f;
+    x[n / 2] = 5000.0f;  // the largest in the middle part only
+    for (const std::size_t kk : {std::size_t{1}, std::size_t{17}, std::size_t{600}}) {
+      const auto want = ref.select_extremes(x.data(), n, kk, kk + 3);
+      for (const unsigned threads : {1U, 2U, 3U, 5U}) {
+        INFO(n << " elements, k " << kk << ", " << threads << " threads");
+        const auto got =
+            ptq::kernels::parallel_select_extremes(k, x.data(), n, kk, kk + 3, threads);
+        CHECK(got.kth_largest == want.kth_largest);
+        CHECK(got.kth_smallest == want.kth_smallest);
+      }
+    }
+  }
+}
+
+TEST_CASE("parallel_minmax: minmax's result for every thread count", "[pool][minmax]") {
+  const auto& k = ptq::kernels::default_kernels();
+  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  const std::size_t n = 3 * block + 4321;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>((i * 2654435761u) % 100003) * 1e-3f - 40.0f;
+  x[block + 5] = -77.0f;  // the min in the second block, the max in the last
+  x[n - 1] = 123.0f;
+  // as they are, then with a NaN in block 2 and an Inf in block 1 (the first bad one wins)
+  for (const int bad : {0, 1}) {
+    if (bad == 1) {
+      x[2 * block + 9] = std::nanf("");
+      x[block + 3] = HUGE_VALF;
+    }
+    const auto want = k.minmax(x.data(), n);
+    for (const unsigned threads : {1U, 2U, 3U, 5U}) {
+      INFO(threads << " threads, bad " << bad);
+      const auto got = ptq::kernels::parallel_minmax(k, x.data(), n, threads);
+      CHECK(got.first_bad == want.first_bad);
+      if (bad == 0) {
+        CHECK(got.min == -77.0f);
+        CHECK(got.max == 123.0f);
+      } else {
+        CHECK(got.first_bad == block + 3);
+      }
     }
   }
 }

@@ -319,7 +319,8 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
     descs.push_back(m.desc);
   if (timer != nullptr)
     timer->lap("load");
-  auto created = ptq::calibration_session::create(f.cfg.parsed.value(), descs, std::move(opt));
+  auto created =
+      ptq::calibration_session::create(f.cfg.parsed.value(), std::move(descs), std::move(opt));
   print_session_diagnostics(created.diagnostics(), f.cfg.text, a.config, a.weights, &f.model);
   if (!created) {
     printed = true;

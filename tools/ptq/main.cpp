@@ -4,11 +4,23 @@
 #include <iostream>
 #include <string>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "command.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/version.hpp"
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // The commands allocate and free buffers of a layer's size again and again (weights, inputs,
+  // per-layer copies). glibc would map each one of more than 128 KiB afresh and unmap it when
+  // freed, so every reuse paid one page fault per 4 KiB again; keeping them in the heap (up to
+  // its 32 MiB limit per allocation) and not trimming it lets the next buffer reuse the pages.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   CLI::App app{"ptq " PTQ_VERSION_STRING
                " - post-training quantization calibration compatible with AMCT simple configs",
                "ptq"};

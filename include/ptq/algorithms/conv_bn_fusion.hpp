@@ -4,6 +4,7 @@
 // Standard library only.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -29,16 +30,21 @@ struct fused_conv {
   std::vector<float> bias;
 };
 
-/// Fuses `bn` into a conv weight of `cout` output channels (`weight.size()` a multiple of cout;
-/// an empty `bias` means no bias). Errors: lengths that do not match. The result may hold inf or
-/// NaN (a zero variance with eps 0, say); `is_finite(fused_conv)` tells, and the toolkit then
-/// skips the fusion.
-[[nodiscard]] inline result<fused_conv> fuse_conv_bn(const std::vector<float>& weight,
-                                                     const std::vector<float>& bias,
-                                                     std::size_t cout, const batch_norm_params& bn,
-                                                     const std::string& name = "conv") {
-  if (cout == 0 || weight.empty() || weight.size() % cout != 0) {
-    return make_error(errc::shape_mismatch, name + ": weight of " + std::to_string(weight.size()) +
+/// The per-channel arithmetic of the fusion: W'_c = W_c * scale[c], b'_c = bias[c].
+struct conv_bn_factors {
+  std::vector<float> scale;
+  std::vector<float> bias;
+};
+
+/// The fusion's factors for a conv weight of `weight_size` values in `cout` output channels (an
+/// empty `bias` means no bias). Errors: lengths that do not match.
+[[nodiscard]] inline result<conv_bn_factors> conv_bn_fusion_factors(std::size_t weight_size,
+                                                                    const std::vector<float>& bias,
+                                                                    std::size_t cout,
+                                                                    const batch_norm_params& bn,
+                                                                    const std::string& name) {
+  if (cout == 0 || weight_size == 0 || weight_size % cout != 0) {
+    return make_error(errc::shape_mismatch, name + ": weight of " + std::to_string(weight_size) +
                                                 " values does not split into " +
                                                 std::to_string(cout) + " output channels");
   }
@@ -48,19 +54,54 @@ struct fused_conv {
                                                 std::to_string(cout) +
                                                 " values each (one per output channel)");
   }
+  conv_bn_factors f;
+  f.scale.resize(cout);
+  f.bias.resize(cout);
+  for (std::size_t c = 0; c < cout; ++c) {
+    const float r = 1.0f / std::sqrt(bn.running_var[c] + bn.eps);
+    f.scale[c] = bn.weight[c] * r;
+    const float b = bias.empty() ? 0.0f : bias[c];
+    f.bias[c] = (b - bn.running_mean[c]) * r * bn.weight[c] + bn.bias[c];
+  }
+  return f;
+}
+
+/// Fuses `bn` into a conv weight of `cout` output channels (`weight.size()` a multiple of cout;
+/// an empty `bias` means no bias). Errors: lengths that do not match. The result may hold inf or
+/// NaN (a zero variance with eps 0, say); `is_finite(fused_conv)` tells, and the toolkit then
+/// skips the fusion.
+[[nodiscard]] inline result<fused_conv> fuse_conv_bn(const std::vector<float>& weight,
+                                                     const std::vector<float>& bias,
+                                                     std::size_t cout, const batch_norm_params& bn,
+                                                     const std::string& name = "conv") {
+  auto f = conv_bn_fusion_factors(weight.size(), bias, cout, bn, name);
+  if (!f)
+    return f.error();
   const std::size_t per = weight.size() / cout;
   fused_conv out;
   out.weight.resize(weight.size());
-  out.bias.resize(cout);
   for (std::size_t c = 0; c < cout; ++c) {
-    const float r = 1.0f / std::sqrt(bn.running_var[c] + bn.eps);
-    const float k = bn.weight[c] * r;
     for (std::size_t i = 0; i < per; ++i)
-      out.weight[c * per + i] = weight[c * per + i] * k;
-    const float b = bias.empty() ? 0.0f : bias[c];
-    out.bias[c] = (b - bn.running_mean[c]) * r * bn.weight[c] + bn.bias[c];
+      out.weight[c * per + i] = weight[c * per + i] * f.value().scale[c];
   }
+  out.bias = std::move(f.value().bias);
   return out;
+}
+
+/// Whether fusing with `f` keeps every value of `weight[0, n)` finite (a read-only pass with
+/// the fusion's own products), so a caller can fuse in place only when the toolkit would.
+[[nodiscard]] inline bool fusion_stays_finite(const float* weight, std::size_t n,
+                                              const conv_bn_factors& f) noexcept {
+  const std::size_t cout = f.scale.size();
+  const std::size_t per = n / cout;
+  bool bad = false;  // no early exit: the loop stays branch-free
+  for (std::size_t c = 0; c < cout; ++c) {
+    const float k = f.scale[c];
+    bad |= !(std::fabs(f.bias[c]) <= FLT_MAX);
+    for (std::size_t i = 0; i < per; ++i)
+      bad |= !(std::fabs(weight[c * per + i] * k) <= FLT_MAX);
+  }
+  return !bad;
 }
 
 /// True when every fused value is finite (otherwise the toolkit keeps the conv and BN apart).

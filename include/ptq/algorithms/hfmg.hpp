@@ -245,7 +245,9 @@ class hfmg_observer {
     if (auto st = check_settings(); !st)
       return st;
     const std::string label = name_ + " batch " + std::to_string(state_.batches);
-    auto mm = checked_minmax(label, x, n, k_.minmax);
+    auto mm = checked_minmax(label, x, n, [this](const float* p, std::size_t m) {
+      return kernels::parallel_minmax(k_, p, m, s_.threads);
+    });
     if (!mm)
       return mm.error();
     const float mn = mm.value().min, mx = mm.value().max;

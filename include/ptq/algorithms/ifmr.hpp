@@ -202,7 +202,8 @@ inline void ifmr_conclude(ifmr_search& out, const ifmr_settings& s) {
   ifmr_search out;
   const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
   const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
-  const kernels::extremes_result e = k.select_extremes(x, n, kmax, kmin);
+  const kernels::extremes_result e =
+      kernels::parallel_select_extremes(k, x, n, kmax, kmin, s.threads);
   ifmr_set_start(out, e.kth_largest, e.kth_smallest);
   auto cand = ifmr_candidates(s, out.max0, out.min0);
   if (!cand)
@@ -236,7 +237,9 @@ class ifmr_observer {
   /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     const std::string label = name_ + " batch " + std::to_string(state_.batches);
-    auto mm = checked_minmax(label, x, n, k_.minmax);
+    auto mm = checked_minmax(label, x, n, [this](const float* p, std::size_t m) {
+      return kernels::parallel_minmax(k_, p, m, s_.threads);
+    });
     if (!mm)
       return mm.error();
     state_.data.insert(state_.data.end(), x, x + n);

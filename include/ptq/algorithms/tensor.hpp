@@ -85,10 +85,11 @@ template <class C>
                     std::string(name) + ": " + what + " at flat index " + std::to_string(index));
 }
 
-/// Checks a tensor is not empty and finite; returns its min/max.
-[[nodiscard]] inline result<kernels::minmax_result> checked_minmax(
-    std::string_view name, const float* x, std::size_t n,
-    kernels::minmax_result (*minmax)(const float*, std::size_t) noexcept) {
+/// Checks a tensor is not empty and finite; returns its min/max. `minmax` is a kernel_set's
+/// minmax or anything called the same way (kernels::parallel_minmax bound to a thread count).
+template <class MinMax>
+[[nodiscard]] result<kernels::minmax_result> checked_minmax(std::string_view name, const float* x,
+                                                            std::size_t n, MinMax&& minmax) {
   if (n == 0) {
     return make_error(errc::empty_tensor, std::string(name) + ": empty tensor");
   }

@@ -46,6 +46,7 @@ struct kernel_set {
   void (*quantize_i16)(const float*, std::size_t, const quantizer&,
                        std::int16_t*) noexcept = nullptr;
   extremes_result (*select_extremes)(const float*, std::size_t, std::size_t, std::size_t) = nullptr;
+  void (*collect_extremes)(const float*, std::size_t, detail::extreme_heaps&) = nullptr;
   double (*hfmg_loss)(const std::int32_t*, const float*, std::size_t,
                       const hfmg_loss_params&) noexcept = nullptr;
   /// Single-precision GEMM (gemm.hpp); the reference set has the unfused reference.
@@ -68,6 +69,7 @@ struct kernel_set {
   k.quantize_i8 = &quantize_ref<std::int8_t>;
   k.quantize_i16 = &quantize_ref<std::int16_t>;
   k.select_extremes = &select_extremes_ref;
+  k.collect_extremes = &collect_extremes_ref;
   k.hfmg_loss = &hfmg_loss_ref;
   k.gemm = &gemm_ref_unfused;
   k.ada_soft_weight = &ada_soft_weight_ref;
@@ -91,6 +93,7 @@ kernel_set make_kernel_set() noexcept {
   k.quantize_i8 = &quantize_simd<Arch, std::int8_t>;
   k.quantize_i16 = &quantize_simd<Arch, std::int16_t>;
   k.select_extremes = &select_extremes_simd<Arch>;
+  k.collect_extremes = &collect_extremes_simd<Arch>;
   k.hfmg_loss = &hfmg_loss_simd<Arch>;
   k.gemm = &gemm_simd<Arch>;
   k.ada_soft_weight = &ada_soft_weight_simd<Arch>;
@@ -193,6 +196,61 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
     for (std::size_t i = 0; i < bins; ++i)
       counts[i] += part[t * bins + i];
   }
+}
+
+/// k.minmax of x[0, n) on up to `threads` threads (0 = hardware concurrency), over blocks of
+/// parallel_histogram_block elements (thread t takes blocks t, t + nt, ...) combined in block
+/// order: the first bad index is the first block's that has one, min and max are those of all
+/// blocks, so the result is k.minmax's for every thread count.
+[[nodiscard]] inline minmax_result parallel_minmax(const kernel_set& k, const float* x,
+                                                   std::size_t n, unsigned threads) {
+  if (threads == 0)
+    threads = std::thread::hardware_concurrency();
+  const std::size_t nblocks = (n + parallel_histogram_block - 1) / parallel_histogram_block;
+  if (threads <= 1 || nblocks <= 1)
+    return k.minmax(x, n);
+  std::vector<minmax_result> part(nblocks);
+  parallel_blocks(nblocks, threads, [&](std::size_t b) {
+    const std::size_t at = b * parallel_histogram_block;
+    part[b] = k.minmax(x + at, std::min(parallel_histogram_block, n - at));
+  });
+  minmax_result r;
+  r.first_bad = n;
+  for (std::size_t b = 0; b < nblocks; ++b) {
+    const std::size_t at = b * parallel_histogram_block;
+    if (part[b].first_bad != std::min(parallel_histogram_block, n - at)) {
+      r.first_bad = at + part[b].first_bad;
+      return r;
+    }
+    r.min = part[b].min < r.min ? part[b].min : r.min;
+    r.max = part[b].max > r.max ? part[b].max : r.max;
+  }
+  return r;
+}
+
+/// k.select_extremes of x[0, n) on up to `threads` threads (0 = hardware concurrency): thread t
+/// collects the extremes of the t-th of nt contiguous parts into heaps of its own, and the heaps
+/// are merged in part order. The k-th largest and smallest are values of the whole multiset, so
+/// the result does not depend on the thread count. Requires 1 <= k_large, k_small <= n.
+[[nodiscard]] inline extremes_result parallel_select_extremes(const kernel_set& k, const float* x,
+                                                              std::size_t n, std::size_t k_large,
+                                                              std::size_t k_small,
+                                                              unsigned threads) {
+  if (threads == 0)
+    threads = std::thread::hardware_concurrency();
+  const std::size_t nt =
+      std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_histogram_block));
+  if (nt <= 1 || detail::extremes_by_sorting(n, k_large, k_small))
+    return k.select_extremes(x, n, k_large, k_small);
+  std::vector<detail::extreme_heaps> part(nt, detail::extreme_heaps(k_large, k_small));
+  const std::size_t per = (n + nt - 1) / nt;
+  parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
+    const std::size_t at = std::min(n, t * per);
+    k.collect_extremes(x + at, std::min(per, n - at), part[t]);
+  });
+  for (std::size_t t = 1; t < nt; ++t)
+    part[0].merge(part[t]);
+  return {part[0].large.front(), part[0].small.front()};
 }
 
 }  // namespace kernels

@@ -54,9 +54,27 @@ struct minmax_result {
   return m;
 }
 
+namespace detail {
+
+/// One batch `a` into the finiteness accumulator `z`, in one vector operation. With a fused
+/// multiply-add, z = a·0 + z stays 0 until `a` holds a NaN or ±Inf, which make it NaN (xsimd's
+/// own fma is two operations on avx512f, hence fused_madd). Without one (sse2) z = z + a, which
+/// NaN and ±Inf make non-finite too, but which huge finite values can also overflow: the caller
+/// then rescans with the reference, so that case costs time, never a wrong result.
+template <class Arch>
+[[nodiscard]] fbatch<Arch> finite_accumulate(const fbatch<Arch>& z, const fbatch<Arch>& a,
+                                             const fbatch<Arch>& zero) noexcept {
+  if constexpr (has_fused_madd<Arch>)
+    return fused_madd<Arch>(a, zero, z);
+  else
+    return z + a;
+}
+
+}  // namespace detail
+
 /// SIMD min/max + finiteness. Four independent accumulators per extreme so the loop runs at
-/// memory bandwidth; non-finite values are caught by z = fma(x, 0, z), which turns NaN for
-/// NaN and ±Inf only (one operation per batch).
+/// memory bandwidth; non-finite values are caught by detail::finite_accumulate (one operation
+/// per batch), and any doubt (a non-finite accumulator) is settled by the reference.
 template <class Arch>
 [[nodiscard]] minmax_result minmax_simd(const float* x, std::size_t n) noexcept {
   using B = detail::fbatch<Arch>;
@@ -80,15 +98,15 @@ template <class Arch>
     mx1 = xsimd::max(mx1, b);
     mx2 = xsimd::max(mx2, c);
     mx3 = xsimd::max(mx3, d);
-    z0 = xsimd::fma(a, zero, z0);
-    z1 = xsimd::fma(b, zero, z1);
-    z2 = xsimd::fma(c, zero, z2);
-    z3 = xsimd::fma(d, zero, z3);
+    z0 = detail::finite_accumulate<Arch>(z0, a, zero);
+    z1 = detail::finite_accumulate<Arch>(z1, b, zero);
+    z2 = detail::finite_accumulate<Arch>(z2, c, zero);
+    z3 = detail::finite_accumulate<Arch>(z3, d, zero);
   }
   const B z = (z0 + z1) + (z2 + z3);
-  // z == z is false only for NaN (xsimd's != is an ordered compare, so it cannot be used here)
-  if (xsimd::any(!(z == z)))
-    return minmax_ref(x, n);  // rescan for the first bad index
+  // |z| <= FLT_MAX is false for NaN and ±Inf (an ordered compare)
+  if (xsimd::any(!(xsimd::abs(z) <= B(FLT_MAX))))
+    return minmax_ref(x, n);  // rescan: the first bad index, or the result if there is none
   const minmax_result tail = minmax_ref(x + i, n - i);
   if (tail.first_bad != n - i)
     return minmax_ref(x, n);

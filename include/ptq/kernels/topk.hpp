@@ -50,6 +50,10 @@ struct extreme_heaps {
     small.reserve(ks);
   }
   void push(float v) {
+    push_large(v);
+    push_small(v);
+  }
+  void push_large(float v) {
     if (large.size() < kl) {
       large.push_back(v);
       std::push_heap(large.begin(), large.end(), std::greater<float>());
@@ -61,6 +65,8 @@ struct extreme_heaps {
       std::push_heap(large.begin(), large.end(), std::greater<float>());
       thr_large = large.front();
     }
+  }
+  void push_small(float v) {
     if (small.size() < ks) {
       small.push_back(v);
       std::push_heap(small.begin(), small.end());
@@ -73,26 +79,41 @@ struct extreme_heaps {
       thr_small = small.front();
     }
   }
+  /// Adds the extremes another part of the data kept (its heaps: the same k's).
+  void merge(const extreme_heaps& o) {
+    for (const float v : o.large)
+      push_large(v);
+    for (const float v : o.small)
+      push_small(v);
+  }
+  [[nodiscard]] bool full() const noexcept { return large.size() == kl && small.size() == ks; }
 };
+
+/// Whether the heaps cost more than nth_element on a copy (k a large fraction of n).
+[[nodiscard]] inline bool extremes_by_sorting(std::size_t n, std::size_t k_large,
+                                              std::size_t k_small) noexcept {
+  return k_large > n / 64 + 64 || k_small > n / 64 + 64;
+}
 
 }  // namespace detail
 
-/// SIMD one-pass selection. Requires 1 <= k_large, k_small <= n. Falls back to nth_element on a
-/// copy when k is a large fraction of n (the heaps would then cost more than the copy).
+/// Scalar reference of collect_extremes_simd: every value into the heaps.
+inline void collect_extremes_ref(const float* x, std::size_t n, detail::extreme_heaps& h) {
+  for (std::size_t i = 0; i < n; ++i)
+    h.push(x[i]);
+}
+
+/// Pushes into `h` every value of x[0, n) that can be among its extremes; SIMD compares skip
+/// the batches with no value beyond both thresholds. The heaps then hold the extremes of
+/// whatever they held and x, as collect_extremes_ref leaves them.
 template <class Arch>
-[[nodiscard]] extremes_result select_extremes_simd(const float* x, std::size_t n,
-                                                   std::size_t k_large, std::size_t k_small) {
+void collect_extremes_simd(const float* x, std::size_t n, detail::extreme_heaps& h) {
   using B = detail::fbatch<Arch>;
   constexpr std::size_t W = B::size;
   constexpr std::size_t U = 4 * W;
-  if (k_large > n / 64 + 64 || k_small > n / 64 + 64) {
-    return select_extremes_ref(x, n, k_large, k_small);
-  }
-  detail::extreme_heaps h(k_large, k_small);
   std::size_t i = 0;
-  // Fill both heaps with the first elements (until both are full, every value is a candidate).
-  const std::size_t warm = std::min(n, std::max(k_large, k_small));
-  for (; i < warm; ++i)
+  // Until both heaps are full, every value is a candidate.
+  for (; i < n && !h.full(); ++i)
     h.push(x[i]);
   for (; i + U <= n; i += U) {
     const B tl(h.thr_large), ts(h.thr_small);
@@ -109,10 +130,18 @@ template <class Arch>
   }
   for (; i < n; ++i)
     h.push(x[i]);
-  extremes_result r;
-  r.kth_largest = h.large.front();
-  r.kth_smallest = h.small.front();
-  return r;
+}
+
+/// SIMD one-pass selection. Requires 1 <= k_large, k_small <= n. Falls back to nth_element on a
+/// copy when k is a large fraction of n (the heaps would then cost more than the copy).
+template <class Arch>
+[[nodiscard]] extremes_result select_extremes_simd(const float* x, std::size_t n,
+                                                   std::size_t k_large, std::size_t k_small) {
+  if (detail::extremes_by_sorting(n, k_large, k_small))
+    return select_extremes_ref(x, n, k_large, k_small);
+  detail::extreme_heaps h(k_large, k_small);
+  collect_extremes_simd<Arch>(x, n, h);
+  return {h.large.front(), h.small.front()};
 }
 
 }  // namespace kernels

@@ -36,27 +36,32 @@ inline namespace PTQ_ABI_NAMESPACE {
          plan.skip_fusion_layers.end();
 }
 
-/// Phase 1: folds the layer's BatchNorm into its weight and bias when fusion_wanted. A fusion
-/// that would not be finite is skipped with W606.
+/// Phase 1: folds the layer's BatchNorm into its weight and bias when fusion_wanted, in place
+/// (the same products as fuse_conv_bn). A fusion that would not be finite is skipped with W606.
 inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vector<error>& diags) {
   if (!fusion_wanted(l, plan))
     return;
   const auto cout = layer_output_channels(l.desc);
-  std::vector<float> w(l.desc.weight.begin(), l.desc.weight.end());
   std::vector<float> b;
   if (l.desc.bias)
     b.assign(l.desc.bias->begin(), l.desc.bias->end());
-  auto f = fuse_conv_bn(w, b, cout, *l.desc.batch_norm, l.desc.name);
+  auto f = conv_bn_fusion_factors(l.desc.weight.size(), b, cout, *l.desc.batch_norm, l.desc.name);
   if (!f) {
     diags.push_back(in_layer(
         l.desc.name, make_error(errc::session_layer_invalid, f.error().message, f.error().note)));
-  } else if (!is_finite(f.value())) {
+  } else if (!fusion_stays_finite(l.desc.weight.data(), l.desc.weight.size(), f.value())) {
     diags.push_back(make_warning(errc::fusion_skipped,
                                  "layer '" + l.desc.name +
                                      "': Conv+BN fusion skipped, the fused values would not be "
                                      "finite"));
   } else {
-    std::copy(f.value().weight.begin(), f.value().weight.end(), l.desc.weight.begin());
+    const auto& k = f.value().scale;
+    const std::size_t per = l.desc.weight.size() / cout;
+    float* w = l.desc.weight.data();
+    for (std::size_t c = 0; c < cout; ++c) {
+      for (std::size_t i = 0; i < per; ++i)
+        w[c * per + i] *= k[c];
+    }
     l.desc.bias = xt::xarray<float>::from_shape({cout});
     std::copy(f.value().bias.begin(), f.value().bias.end(), l.desc.bias->begin());
     l.desc.batch_norm.reset();
