@@ -92,14 +92,22 @@ int run_observe(const observe_options& o) {
       return code;
     q = r.value();
   } else {
-    ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
+    // Every batch is mapped first, so IFMR can reserve room for all of them at once.
+    std::vector<ptq::io::npy_view> mapped;
+    std::size_t total = 0;
     for (const auto& path : o.batches) {
       auto t = ptq_cli::load_tensor(path, cmd);
       if (!t)
         return ptq_cli::exit_error;
-      auto st = obs.observe(t->data(), t->size());
+      total += t->size();
+      mapped.push_back(std::move(*t));
+    }
+    ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
+    obs.reserve(total);
+    for (std::size_t b = 0; b < mapped.size(); ++b) {
+      auto st = obs.observe(mapped[b].data(), mapped[b].size());
       if (!st)
-        return ptq_cli::numeric_fail(cmd, path + ": " + st.error().message);
+        return ptq_cli::numeric_fail(cmd, o.batches[b] + ": " + st.error().message);
     }
     auto r = obs.finalize();
     if (!r)
