@@ -51,9 +51,9 @@ struct ada_settings {
   std::size_t batch_size = 32;  ///< the toolkit's fixed minibatch
   adam_params adam{};           ///< the toolkit uses torch's defaults (lr 1e-3)
   unsigned threads = 1;         ///< results do not depend on it
-  /// The iterations use `threads` only from this many multiply-adds per minibatch forward:
-  /// threads start per call, which costs more than it saves on a small layer.
-  std::size_t parallel_madds = std::size_t{1} << 26;
+  /// The iterations use `threads` only from this many multiply-adds per minibatch forward: below
+  /// it, handing the pool its work (several calls per iteration) costs more than it saves.
+  std::size_t parallel_madds = std::size_t{1} << 20;
   std::size_t report_every = 100;
   std::function<void(const ada_progress&)> on_progress;
 };

@@ -3,7 +3,10 @@
 // Why: starting and joining std::threads on every call costs tens of microseconds per thread,
 // more than a small layer's whole kernel, so parallel_blocks used to be worth it only for large
 // tensors. The pool starts its workers once (lazily, growing to the largest count asked for) and
-// parks them on a condition variable between calls.
+// parks them on a condition variable between calls. A worker that has just finished, and a
+// caller waiting for its workers, first spin for a few microseconds: AdaRound calls the pool
+// several times per iteration, a millisecond apart, and a wake-up through the kernel (an
+// inter-processor interrupt on a virtual machine) costs tens of microseconds each time.
 //
 // Determinism does not depend on the pool: parallel_blocks hands thread t the blocks t, t + nt, ...
 // (a static assignment), and its callers combine per-block results in block order, so which
@@ -14,6 +17,7 @@
 // never blocks one caller behind another's work.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -88,10 +92,22 @@ class thread_pool {
     wait_for_workers& operator=(const wait_for_workers&) = delete;
     ~wait_for_workers() {
       in_task() = false;
+      for (int i = 0; i < spin_rounds && pool.pending_.load(std::memory_order_acquire) != 0; ++i)
+        spin_pause();
       std::unique_lock<std::mutex> lock(pool.mutex_);
       pool.done_cv_.wait(lock, [this] { return pool.pending_ == 0; });
     }
   };
+
+  /// Rounds of spin_pause before sleeping: about 20-50 microseconds.
+  static constexpr int spin_rounds = 4000;
+  static void spin_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
 
   [[nodiscard]] static bool& in_task() noexcept {
     thread_local bool inside = false;
@@ -103,6 +119,14 @@ class thread_pool {
     std::uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      if (!stopping_ && generation_ == seen) {  // spin a little before sleeping
+        lock.unlock();
+        for (int i = 0; i < spin_rounds && generation_.load(std::memory_order_acquire) == seen;
+             ++i) {
+          spin_pause();
+        }
+        lock.lock();
+      }
       work_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_)
         return;
@@ -127,8 +151,9 @@ class thread_pool {
   task_fn task_ = nullptr;
   void* context_ = nullptr;
   std::size_t active_ = 0;
-  std::size_t pending_ = 0;
-  std::uint64_t generation_ = 0;
+  // Changed under mutex_ only; atomic so that a spinning thread may read them without it.
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<std::uint64_t> generation_{0};
   bool stopping_ = false;
 };
 
