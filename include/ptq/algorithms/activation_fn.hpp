@@ -118,9 +118,11 @@ inline constexpr float gelu_inv_sqrt_2pi = 0.39894228040143267794f;  // 1/√(2�
 inline constexpr float gelu_tanh_beta = 0.79788456080286535588f;     // √(2/π)
 inline constexpr float gelu_tanh_kappa = 0.044715f;
 
-// ReLU: NaN propagates (torch's clamp_min does), -0 becomes +0.
+// ReLU: NaN propagates (torch's clamp_min does), -0 becomes +0. Written without a short-circuit
+// (z < 0 is false for NaN, and + 0 turns -0 into +0 and changes nothing else) so it compiles to a
+// compare and a select: with a branch, inputs of random sign mispredict half the time.
 [[nodiscard]] inline float relu_f(float z) noexcept {
-  return z > 0.0f || z != z ? z : 0.0f;
+  return (z < 0.0f ? 0.0f : z) + 0.0f;
 }
 [[nodiscard]] inline float relu6_f(float z) noexcept {
   return z > 6.0f ? 6.0f : relu_f(z);

@@ -4,8 +4,9 @@
 // from the first batch, AdaRound learns each layer against its own float output on its samples,
 // and every batch is observed as it was saved. The files come from any tensor source with
 // `result<T> get(std::string_view name) const` (T with `shape` and `data`), such as
-// io::safetensors_file, so this header needs no io header. Every error names the file it comes
-// from (error::path). Depends on the session.
+// io::safetensors_file, so this header needs no io header; a source that also has `view(name)`
+// (the same shape, `data` pointing into the source) has its read-only inputs read in place.
+// Every error names the file it comes from (error::path). Depends on the session.
 #pragma once
 
 #include <cmath>
