@@ -99,7 +99,7 @@ TEST_CASE("parallel_blocks from two user threads at once gives every call its bl
 
 TEST_CASE("parallel_histogram: the one-thread counts for every thread count", "[pool][histogram]") {
   const auto& k = ptq::kernels::default_kernels();
-  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  const std::size_t block = ptq::kernels::parallel_block;
   for (const std::size_t n : {std::size_t{1000}, block, 3 * block + 12345}) {
     std::vector<float> x(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -120,7 +120,7 @@ TEST_CASE("parallel_select_extremes: the reference's values for every thread cou
           "[pool][topk]") {
   const auto ref = ptq::kernels::reference_kernel_set();
   const auto& k = ptq::kernels::default_kernels();
-  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  const std::size_t block = ptq::kernels::parallel_block;
   for (const std::size_t n : {std::size_t{5000}, 2 * block, 3 * block + 777}) {
     std::vector<float> x(n);
     for (std::size_t i = 0; i < n; ++i)  // repeated values, so ties cross the parts
@@ -141,7 +141,7 @@ TEST_CASE("parallel_select_extremes: the reference's values for every thread cou
 
 TEST_CASE("parallel_minmax: minmax's result for every thread count", "[pool][minmax]") {
   const auto& k = ptq::kernels::default_kernels();
-  const std::size_t block = ptq::kernels::parallel_histogram_block;
+  const std::size_t block = ptq::kernels::parallel_block;
   const std::size_t n = 3 * block + 4321;
   std::vector<float> x(n);
   for (std::size_t i = 0; i < n; ++i)

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -299,6 +300,10 @@ struct model_files {
 ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
     const calibrate_args& a, ptq::session_options opt, bool& printed,
     ptq_cli::phase_timer* timer = nullptr) {
+  const auto lap = [timer](std::string_view part) {
+    if (timer != nullptr)
+      timer->lap(part);
+  };
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
   if (!cfg) {
     printed = true;
@@ -317,10 +322,10 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
   std::vector<ptq::layer_desc> descs;
   for (const auto& m : f.model.layers)
     descs.push_back(m.desc);
-  if (timer != nullptr)
-    timer->lap("load");
+  lap("load");
   auto created =
       ptq::calibration_session::create(f.cfg.parsed.value(), std::move(descs), std::move(opt));
+  lap("fusion");  // creation ends with the fusions (it reports only the fused layers)
   print_session_diagnostics(created.diagnostics(), f.cfg.text, a.config, a.weights, &f.model);
   if (!created) {
     printed = true;
@@ -391,21 +396,18 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
     return fail(st.error());
   if (auto st = check_inputs(inputs); !st)
     return fail(st.error());
-  ptq_cli::phase_timer timer;
-  ptq_cli::phase_timer* const timed = a.timings ? &timer : nullptr;
-  opt.on_progress = [&progress, timed](const ptq::progress_event& e) {
-    if (timed != nullptr)
-      timed->lap(ptq_cli::phase_key(e.phase));
+  ptq_cli::phase_timer timer;  // printed with --timings (a clock read per step otherwise)
+  opt.on_progress = [&progress, &timer](const ptq::progress_event& e) {
+    timer.lap(ptq_cli::phase_key(e.phase));
     progress(e);
   };
   const auto kernels = opt.kernels;
   bool printed = false;
-  auto loaded = load_model(a, std::move(opt), printed, timed);
+  auto loaded = load_model(a, std::move(opt), printed, &timer);
   if (!loaded)
     return printed ? ptq_cli::exit_error : fail(loaded.error());
   auto& [f, s] = loaded.value();
   const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
-  timer.lap("fusion");  // creation ends with the fusions (it reports only the fused layers)
   auto batches = open_batches(a, need, [](std::size_t) { return true; });
   if (!batches)
     return fail(batches.error());
@@ -418,7 +420,7 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   if (auto st = write_outputs(a, s, f, r.value()); !st)
     return fail(st.error());
   timer.lap("outputs");
-  if (timed != nullptr)
+  if (a.timings)
     std::cerr << timer.line() << '\n';
   return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
 }

@@ -66,6 +66,17 @@ struct conv_bn_factors {
   return f;
 }
 
+/// out[i] = weight[i] * f.scale[channel of i] over a weight of n values ([Cout, ...]); `out` may
+/// be `weight` (fusion in place).
+inline void apply_conv_bn_factors(const float* weight, std::size_t n, const conv_bn_factors& f,
+                                  float* out) noexcept {
+  const std::size_t per = n / f.scale.size();
+  for (std::size_t c = 0; c < f.scale.size(); ++c) {
+    for (std::size_t i = 0; i < per; ++i)
+      out[c * per + i] = weight[c * per + i] * f.scale[c];
+  }
+}
+
 /// Fuses `bn` into a conv weight of `cout` output channels (`weight.size()` a multiple of cout;
 /// an empty `bias` means no bias). Errors: lengths that do not match. The result may hold inf or
 /// NaN (a zero variance with eps 0, say); `is_finite(fused_conv)` tells, and the toolkit then
@@ -77,13 +88,9 @@ struct conv_bn_factors {
   auto f = conv_bn_fusion_factors(weight.size(), bias, cout, bn, name);
   if (!f)
     return f.error();
-  const std::size_t per = weight.size() / cout;
   fused_conv out;
   out.weight.resize(weight.size());
-  for (std::size_t c = 0; c < cout; ++c) {
-    for (std::size_t i = 0; i < per; ++i)
-      out.weight[c * per + i] = weight[c * per + i] * f.value().scale[c];
-  }
+  apply_conv_bn_factors(weight.data(), weight.size(), f.value(), out.weight.data());
   out.bias = std::move(f.value().bias);
   return out;
 }

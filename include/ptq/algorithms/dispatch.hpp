@@ -36,11 +36,9 @@ class activation_observer {
   [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
-  /// IFMR: room for `values` values in all, so the batches are appended without reallocating
-  /// (ifmr_observer::reserve); HFMG keeps no values and ignores it.
+  /// Room for `values` values in all where the observer keeps them (ifmr_observer::reserve).
   void reserve(std::size_t values) {
-    if (auto* o = std::get_if<ifmr_observer>(&obs_))
-      o->reserve(values);
+    std::visit([values](auto& o) { o.reserve(values); }, obs_);
   }
   [[nodiscard]] result<activation_quant_result> finalize() const {
     return std::visit([](const auto& o) { return o.finalize(); }, obs_);

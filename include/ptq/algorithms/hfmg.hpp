@@ -245,9 +245,7 @@ class hfmg_observer {
     if (auto st = check_settings(); !st)
       return st;
     const std::string label = name_ + " batch " + std::to_string(state_.batches);
-    auto mm = checked_minmax(label, x, n, [this](const float* p, std::size_t m) {
-      return kernels::parallel_minmax(k_, p, m, s_.threads);
-    });
+    auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k_, s_.threads});
     if (!mm)
       return mm.error();
     const float mn = mm.value().min, mx = mm.value().max;
@@ -275,6 +273,9 @@ class hfmg_observer {
   [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());
   }
+  /// For a caller that treats every observer alike (ifmr_observer::reserve): HFMG keeps only
+  /// its histogram, so there is nothing to make room for.
+  void reserve(std::size_t /*values*/) noexcept {}
 
   [[nodiscard]] result<activation_quant_result> finalize() const {
     auto r = search();

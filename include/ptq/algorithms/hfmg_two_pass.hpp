@@ -122,15 +122,15 @@ inline void replay_batches(hfmg_bins_state& st) {
 
 }  // namespace detail
 
-/// Pass 2, one batch with its index, its histogram on `threads` threads (the same counts for
-/// any number). Errors: NaN/Inf, an index pass 1 did not see, a range that differs from pass
-/// 1's (the batch changed between the passes), a batch seen twice.
+/// Pass 2, one batch with its index, its min/max and histogram on `threads` threads (the same
+/// results for any number). Errors: NaN/Inf, an index pass 1 did not see, a range that differs from
+/// pass 1's (the batch changed between the passes), a batch seen twice.
 [[nodiscard]] inline result<> observe(hfmg_bins_state& st, std::size_t batch, const float* x,
                                       std::size_t n, const kernels::kernel_set& k,
                                       const std::string& name = "activation",
                                       unsigned threads = 1) {
   const std::string label = name + " batch " + std::to_string(batch);
-  auto mm = checked_minmax(label, x, n, k.minmax);
+  auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k, threads});
   if (!mm)
     return mm.error();
   if (batch >= st.ranges.size()) {

@@ -237,9 +237,7 @@ class ifmr_observer {
   /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     const std::string label = name_ + " batch " + std::to_string(state_.batches);
-    auto mm = checked_minmax(label, x, n, [this](const float* p, std::size_t m) {
-      return kernels::parallel_minmax(k_, p, m, s_.threads);
-    });
+    auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k_, s_.threads});
     if (!mm)
       return mm.error();
     state_.data.insert(state_.data.end(), x, x + n);
@@ -249,7 +247,7 @@ class ifmr_observer {
   /// Makes room for `values` values in all (the batches still to come included), so that the
   /// batches are appended without reallocating; a large buffer is advised huge pages.
   void reserve(std::size_t values) {
-    if (values <= state_.data.capacity())
+    if (values <= state_.data.capacity() || values > state_.data.max_size())
       return;
     state_.data.reserve(values);
     advise_huge_pages(state_.data.data(), values * sizeof(float));

@@ -30,15 +30,6 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-namespace detail {
-template <class Observer, class = void>
-struct has_reserve : std::false_type {};
-template <class Observer>
-struct has_reserve<Observer,
-                   std::void_t<decltype(std::declval<Observer&>().reserve(std::size_t{}))>>
-    : std::true_type {};
-}  // namespace detail
-
 template <class WeightPolicy, class ActivationPolicy>
 class layer_calibrator {
  public:
@@ -93,10 +84,7 @@ class layer_calibrator {
 
   /// Makes room for `values` activation values in all, where the observer keeps them (IFMR's
   /// concatenated batches), so the batches are appended without reallocating.
-  void reserve_activation(std::size_t values) {
-    if constexpr (detail::has_reserve<observer_type>::value)
-      observer_.reserve(values);
-  }
+  void reserve_activation(std::size_t values) { observer_.reserve(values); }
   /// One activation batch (flattened).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) { return observer_.observe(x, n); }
   /// scale_d / offset_d from the batches observed.

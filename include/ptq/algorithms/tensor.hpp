@@ -86,7 +86,7 @@ template <class C>
 }
 
 /// Checks a tensor is not empty and finite; returns its min/max. `minmax` is a kernel_set's
-/// minmax or anything called the same way (kernels::parallel_minmax bound to a thread count).
+/// minmax or anything called the same way (kernels::threaded_minmax).
 template <class MinMax>
 [[nodiscard]] result<kernels::minmax_result> checked_minmax(std::string_view name, const float* x,
                                                             std::size_t n, MinMax&& minmax) {

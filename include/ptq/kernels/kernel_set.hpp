@@ -167,18 +167,19 @@ void parallel_blocks(std::size_t nblocks, unsigned threads, Fn&& fn) {
       &work);
 }
 
-/// Elements per block of parallel_histogram.
-inline constexpr std::size_t parallel_histogram_block = std::size_t{1} << 20;
+/// Elements per block of parallel_histogram and parallel_minmax, and the least share of
+/// parallel_select_extremes: large enough that a block outweighs handing it to a thread.
+inline constexpr std::size_t parallel_block = std::size_t{1} << 20;
 
 /// k.histogram of x[0, n) on up to `threads` threads (0 = hardware concurrency): thread t counts
-/// the blocks t, t + nt, ... of parallel_histogram_block elements into counts of its own, which
+/// the blocks t, t + nt, ... of parallel_block elements into counts of its own, which
 /// are then added into `counts`. Each element's bin does not depend on its block and the counts
 /// are integers, so `counts` gets the same values for every thread count.
 inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t n, float lo,
                                float hi, std::size_t bins, std::int64_t* counts, unsigned threads) {
   if (threads == 0)
     threads = std::thread::hardware_concurrency();
-  const std::size_t nblocks = (n + parallel_histogram_block - 1) / parallel_histogram_block;
+  const std::size_t nblocks = (n + parallel_block - 1) / parallel_block;
   const std::size_t nt = std::min<std::size_t>(threads, nblocks);
   if (nt <= 1) {
     k.histogram(x, n, lo, hi, bins, counts);
@@ -187,9 +188,8 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
   std::vector<std::int64_t> part(nt * bins, 0);
   parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
     for (std::size_t b = t; b < nblocks; b += nt) {
-      const std::size_t at = b * parallel_histogram_block;
-      k.histogram(x + at, std::min(parallel_histogram_block, n - at), lo, hi, bins,
-                  part.data() + t * bins);
+      const std::size_t at = b * parallel_block;
+      k.histogram(x + at, std::min(parallel_block, n - at), lo, hi, bins, part.data() + t * bins);
     }
   });
   for (std::size_t t = 0; t < nt; ++t) {
@@ -199,26 +199,26 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
 }
 
 /// k.minmax of x[0, n) on up to `threads` threads (0 = hardware concurrency), over blocks of
-/// parallel_histogram_block elements (thread t takes blocks t, t + nt, ...) combined in block
+/// parallel_block elements (thread t takes blocks t, t + nt, ...) combined in block
 /// order: the first bad index is the first block's that has one, min and max are those of all
 /// blocks, so the result is k.minmax's for every thread count.
 [[nodiscard]] inline minmax_result parallel_minmax(const kernel_set& k, const float* x,
                                                    std::size_t n, unsigned threads) {
   if (threads == 0)
     threads = std::thread::hardware_concurrency();
-  const std::size_t nblocks = (n + parallel_histogram_block - 1) / parallel_histogram_block;
+  const std::size_t nblocks = (n + parallel_block - 1) / parallel_block;
   if (threads <= 1 || nblocks <= 1)
     return k.minmax(x, n);
   std::vector<minmax_result> part(nblocks);
   parallel_blocks(nblocks, threads, [&](std::size_t b) {
-    const std::size_t at = b * parallel_histogram_block;
-    part[b] = k.minmax(x + at, std::min(parallel_histogram_block, n - at));
+    const std::size_t at = b * parallel_block;
+    part[b] = k.minmax(x + at, std::min(parallel_block, n - at));
   });
   minmax_result r;
   r.first_bad = n;
   for (std::size_t b = 0; b < nblocks; ++b) {
-    const std::size_t at = b * parallel_histogram_block;
-    if (part[b].first_bad != std::min(parallel_histogram_block, n - at)) {
+    const std::size_t at = b * parallel_block;
+    if (part[b].first_bad != std::min(parallel_block, n - at)) {
       r.first_bad = at + part[b].first_bad;
       return r;
     }
@@ -227,6 +227,15 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
   }
   return r;
 }
+
+/// parallel_minmax bound to a kernel set and a thread count: what checked_minmax calls.
+struct threaded_minmax {
+  const kernel_set& k;
+  unsigned threads = 1;
+  [[nodiscard]] minmax_result operator()(const float* x, std::size_t n) const {
+    return parallel_minmax(k, x, n, threads);
+  }
+};
 
 /// k.select_extremes of x[0, n) on up to `threads` threads (0 = hardware concurrency): thread t
 /// collects the extremes of the t-th of nt contiguous parts into heaps of its own, and the heaps
@@ -239,7 +248,7 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
   if (threads == 0)
     threads = std::thread::hardware_concurrency();
   const std::size_t nt =
-      std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_histogram_block));
+      std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_block));
   if (nt <= 1 || detail::extremes_by_sorting(n, k_large, k_small))
     return k.select_extremes(x, n, k_large, k_small);
   std::vector<detail::extreme_heaps> part(nt, detail::extreme_heaps(k_large, k_small));

@@ -55,13 +55,8 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
                                      "': Conv+BN fusion skipped, the fused values would not be "
                                      "finite"));
   } else {
-    const auto& k = f.value().scale;
-    const std::size_t per = l.desc.weight.size() / cout;
-    float* w = l.desc.weight.data();
-    for (std::size_t c = 0; c < cout; ++c) {
-      for (std::size_t i = 0; i < per; ++i)
-        w[c * per + i] *= k[c];
-    }
+    apply_conv_bn_factors(l.desc.weight.data(), l.desc.weight.size(), f.value(),
+                          l.desc.weight.data());
     l.desc.bias = xt::xarray<float>::from_shape({cout});
     std::copy(f.value().bias.begin(), f.value().bias.end(), l.desc.bias->begin());
     l.desc.batch_norm.reset();
@@ -180,7 +175,7 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
     return std::visit([&](auto& c) { return c.observe(x, n); }, *l.calibrator);
   };
   // On the first batch, room for batch_num of its size (the usual run: batches of one size).
-  if (l.batches_seen == 0 && batch_num <= std::numeric_limits<std::size_t>::max() / 8 /
+  if (l.batches_seen == 0 && batch_num <= std::numeric_limits<std::size_t>::max() /
                                               std::max<std::size_t>(input.size(), 1)) {
     std::visit([&](auto& c) { c.reserve_activation(input.size() * batch_num); }, *l.calibrator);
   }
