@@ -24,6 +24,7 @@
 #include "ptq/algorithms/policies.hpp"
 #include "ptq/algorithms/stat_states.hpp"
 #include "ptq/algorithms/state_wire.hpp"
+#include "ptq/algorithms/stored_batch.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/algorithms/two_pass_exchange.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"

@@ -1,9 +1,10 @@
-// ptq core: the n-bit grid, quant_params, the min/max kernel, process_scale, FP16 scale rounding
-// and the numeric error type. Standard library only.
+// ptq core: the n-bit grid, quant_params, the min/max kernel, process_scale, FP16 scale rounding,
+// stored float32/float16 values and the numeric error type. Standard library only.
 #pragma once
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/core/shard_reduce.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/core/wire.hpp"

@@ -10,12 +10,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../support/run_cli.hpp"
 #include "ptq/core/fp16.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/io/npy.hpp"
 
 namespace {
@@ -222,4 +225,60 @@ TEST_CASE("CLI: observe --order-invariant gives the same output for any batch or
   const auto ifmr = run_cli({"observe", "--algo", "ifmr", "--order-invariant", b0});
   CHECK(ifmr.code == 2);
   CHECK(ifmr.err == "ptq observe: error: --order-invariant needs --algo hfmg (and one pass)\n");
+}
+
+TEST_CASE("CLI: observe on float16 batches prints what it prints for their float32 values",
+          "[cli][float16]") {
+  const fs::path tmp = fs::temp_directory_path();
+  // Two float16 batches (one over a conversion block), and the same values as float32.
+  std::mt19937 rng(7);
+  std::vector<std::string> halves, floats;
+  for (const std::size_t n : {std::size_t{300000}, std::size_t{4321}}) {
+    std::vector<std::uint16_t> h(n);
+    for (auto& v : h) {
+      do {
+        v = static_cast<std::uint16_t>(rng());
+      } while (((v >> 10) & 0x1F) == 0x1F || ((v >> 10) & 0x1F) < 10);
+    }
+    std::string dict =
+        "{'descr': '<f2', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+    dict.append(128 - 10 - dict.size() - 1, ' ');
+    dict += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(dict.size());
+    bytes += '\0';
+    bytes += dict;
+    bytes.append(reinterpret_cast<const char*>(h.data()), 2 * n);
+    const std::string stem = "ptq_f16_" + std::to_string(n);
+    std::ofstream((tmp / (stem + "_h.npy")), std::ios::binary) << bytes;
+    std::vector<float> f(n);
+    for (std::size_t i = 0; i < n; ++i)
+      f[i] = ptq::half_to_float(h[i]);
+    REQUIRE(ptq::io::write_npy((tmp / (stem + "_f.npy")).string(), f.data(), {n}).ok());
+    halves.push_back((tmp / (stem + "_h.npy")).string());
+    floats.push_back((tmp / (stem + "_f.npy")).string());
+  }
+  for (const std::string algo : {"ifmr", "hfmg"}) {
+    for (const std::string memory : {"one-pass", "bounded"}) {
+      std::vector<std::string> a{"observe", "--algo", algo, "--memory", memory};
+      std::vector<std::string> b = a;
+      a.insert(a.end(), halves.begin(), halves.end());
+      b.insert(b.end(), floats.begin(), floats.end());
+      const auto from_halves = run_cli(a);
+      const auto from_floats = run_cli(b);
+      INFO(algo << " " << memory << "\n" << from_halves.err);
+      CHECK(from_halves.code == 0);
+      CHECK(from_halves.out == from_floats.out);
+      CHECK(from_halves.out.find("\"scale\"") != std::string::npos);
+    }
+  }
+  // A float16 file cut short names the file and the sizes.
+  std::ifstream in(halves[1], std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const fs::path cut = tmp / "ptq_f16_cut.npy";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+  const auto r = run_cli({"observe", "--algo", "hfmg", cut.string()});
+  CHECK(r.code == 1);
+  CHECK(r.err == "ptq observe: error: " + cut.string() +
+                     ": truncated data: expected 8642 bytes, found 8639\n");
 }

@@ -92,11 +92,12 @@ int run_observe(const observe_options& o) {
       return code;
     q = r.value();
   } else {
-    // Every batch is mapped first, so IFMR can reserve room for all of them at once.
+    // Every batch is mapped first, so IFMR can reserve room for all of them at once. float16
+    // batches stay as they are stored: the observer converts them a block at a time.
     std::vector<ptq::io::npy_view> mapped;
     std::size_t total = 0;
     for (const auto& path : o.batches) {
-      auto t = ptq_cli::load_tensor(path, cmd);
+      auto t = ptq_cli::load_tensor(path, cmd, ptq::io::npy_values::as_stored);
       if (!t)
         return ptq_cli::exit_error;
       total += t->size();
@@ -105,7 +106,7 @@ int run_observe(const observe_options& o) {
     ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
     obs.reserve(total);
     for (std::size_t b = 0; b < mapped.size(); ++b) {
-      auto st = obs.observe(mapped[b].data(), mapped[b].size());
+      auto st = obs.observe(mapped[b].values());
       if (!st)
         return ptq_cli::numeric_fail(cmd, o.batches[b] + ": " + st.error().message);
     }

@@ -32,16 +32,18 @@ inline int numeric_fail(const std::string& command, const std::string& message) 
 }
 
 /// Maps a .npy file (its float32 data is used in place), after the input file checks.
-[[nodiscard]] inline ptq::result<ptq::io::npy_view> try_load_tensor(const std::string& path) {
+[[nodiscard]] inline ptq::result<ptq::io::npy_view> try_load_tensor(
+    const std::string& path, ptq::io::npy_values mode = ptq::io::npy_values::as_float32) {
   if (auto st = check_tensor_file(path, "tensor"); !st)
     return st.error();
-  return ptq::io::map_npy(path);
+  return ptq::io::map_npy(path, ptq::default_tensor_file_limit, mode);
 }
 
 /// try_load_tensor that prints the error and returns nothing on failure.
-[[nodiscard]] inline std::optional<ptq::io::npy_view> load_tensor(const std::string& path,
-                                                                  const std::string& command) {
-  auto r = try_load_tensor(path);
+[[nodiscard]] inline std::optional<ptq::io::npy_view> load_tensor(
+    const std::string& path, const std::string& command,
+    ptq::io::npy_values mode = ptq::io::npy_values::as_float32) {
+  auto r = try_load_tensor(path, mode);
   if (!r) {
     numeric_fail(command, r.error().message);
     return std::nullopt;

@@ -290,23 +290,33 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
       for (std::size_t i = 0; i < batch; ++i) {
         const std::size_t j = i + static_cast<std::size_t>(rng() % (p.samples - i));
         std::swap(perm[i], perm[j]);
-        std::copy_n(p.input + perm[i] * in, in, xb.begin() + static_cast<std::ptrdiff_t>(i * in));
-        std::copy_n(target + perm[i] * out, out, tb.begin() + static_cast<std::ptrdiff_t>(i * out));
       }
+      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+        std::copy_n(p.input + perm[i] * in, in, xb.data() + i * in);
+        std::copy_n(target + perm[i] * out, out, tb.data() + i * out);
+      });
       detail::ada_soft_weight(st, w.data(), k, threads);
       // The geometry and activation were checked above: these cannot fail.
       (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
-      (void)activation_forward(p.activation, z.data(), y.data(), batch, geo.out_channels, spatial);
-      double recon = 0.0;
+      // Per sample, on the threads: y = act(z), d = y - target (kept in tb for the loss),
+      // ∂recon/∂y = scale·d, then ∂recon/∂z into y. Element-wise, so the same bits.
       const auto scale = static_cast<float>(2.0 / norm);
-      for (std::size_t i = 0; i < batch * out; ++i) {
-        const float d = y[i] - tb[i];
-        recon += static_cast<double>(d) * static_cast<double>(d);
-        y[i] = scale * d;  // ∂recon/∂y
-      }
+      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+        float* yi = y.data() + i * out;
+        float* di = tb.data() + i * out;
+        const float* zi = z.data() + i * out;
+        (void)activation_forward(p.activation, zi, yi, 1, geo.out_channels, spatial);
+        for (std::size_t e = 0; e < out; ++e) {
+          di[e] = yi[e] - di[e];
+          yi[e] = scale * di[e];
+        }
+        (void)activation_backward(p.activation, zi, yi, yi, 1, geo.out_channels, spatial);
+      });
+      // The loss is one double sum in element order, as it always was (on one thread).
+      double recon = 0.0;
+      for (std::size_t i = 0; i < batch * out; ++i)
+        recon += static_cast<double>(tb[i]) * static_cast<double>(tb[i]);
       recon /= norm;
-      (void)activation_backward(p.activation, z.data(), y.data(), y.data(), batch, geo.out_channels,
-                                spatial);
       (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
       const float beta = static_cast<double>(t) >= warm
                              ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)

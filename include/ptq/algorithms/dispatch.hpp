@@ -32,6 +32,10 @@ class activation_observer {
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     return std::visit([&](auto& o) { return o.observe(x, n); }, obs_);
   }
+  /// One batch of stored values (a mapped float16 file, say), converted as the observer needs.
+  [[nodiscard]] result<> observe(const stored_values& v) {
+    return std::visit([&](auto& o) { return o.observe(v); }, obs_);
+  }
   template <class C>
   [[nodiscard]] result<> observe(const C& batch) {
     return observe(batch.data(), batch.size());

@@ -36,7 +36,7 @@ class gemm_task_runner {
     if (threads_ > 1 && njobs < 4 * std::size_t{threads_}) {
       const std::size_t want = (4 * std::size_t{threads_} + njobs - 1) / njobs;
       const std::size_t per = (p.n + want - 1) / want;
-      cols = std::max(tile_cols, (per + tile_cols - 1) / tile_cols * tile_cols);
+      cols = std::max(min_tile_cols, (per + tile_align - 1) / tile_align * tile_align);
     }
     for (std::size_t j0 = 0; j0 < p.n; j0 += cols) {
       gemm_task t;
@@ -103,9 +103,13 @@ class gemm_task_runner {
     const float* col_bias = nullptr;
   };
 
-  /// Columns per tile when threads > 1: a multiple of every arch's register tile width, wide
-  /// enough that packing stays a small part of the work.
-  static constexpr std::size_t tile_cols = 192;
+  /// Tile widths when threads > 1 are multiples of every arch's register tile width (gemm_nr:
+  /// 12, 24, 48), and at least min_tile_cols, so that packing A again per tile stays a small part
+  /// of the work. The tiles are as narrow as that allows, so that they spread evenly over the
+  /// threads: the 576 columns of a 3x3x64 weight gradient are 6 tiles of 96 (3 per thread), not 3
+  /// of 192 (2 and 1).
+  static constexpr std::size_t tile_align = 48;
+  static constexpr std::size_t min_tile_cols = 96;
 
   kernels::kernel_set k_;
   unsigned threads_ = 1;

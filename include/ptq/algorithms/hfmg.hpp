@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/stored_batch.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/quant.hpp"
@@ -242,10 +243,15 @@ class hfmg_observer {
       : s_(s), k_(k), name_(std::move(name)) {}
 
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
+    return observe(stored_values{reinterpret_cast<const char*>(x), n, stored_type::f32});
+  }
+  /// Adds one batch of stored values (a mapped float16 file, say), read twice (min/max, then the
+  /// histogram) a block at a time, so it is never converted whole (stored_batch.hpp).
+  [[nodiscard]] result<> observe(const stored_values& v) {
     if (auto st = check_settings(); !st)
       return st;
     const std::string label = name_ + " batch " + std::to_string(state_.batches);
-    auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k_, s_.threads});
+    auto mm = checked_minmax(label, v, k_, s_.threads);
     if (!mm)
       return mm.error();
     const float mn = mm.value().min, mx = mm.value().max;
@@ -254,15 +260,13 @@ class hfmg_observer {
       h.lo = mn;
       h.hi = mx;
       h.counts.assign(s_.num_of_bins, 0);
-      kernels::parallel_histogram(k_, x, n, h.lo, h.hi, s_.num_of_bins, h.counts.data(),
-                                  s_.threads);
+      stored_histogram(k_, v, h.lo, h.hi, s_.num_of_bins, h.counts.data(), s_.threads);
     } else {
       hfmg_histogram fresh;
       fresh.lo = mn < h.lo ? mn : h.lo;
       fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
-      kernels::parallel_histogram(k_, x, n, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(),
-                                  s_.threads);
+      stored_histogram(k_, v, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(), s_.threads);
       hfmg_merge_into(h, fresh);
       h = std::move(fresh);
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/stored_batch.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/huge_pages.hpp"
@@ -241,6 +242,24 @@ class ifmr_observer {
     if (!mm)
       return mm.error();
     state_.data.insert(state_.data.end(), x, x + n);
+    ++state_.batches;
+    return {};
+  }
+  /// Adds one batch of stored values (a mapped float16 file, say), converted straight into the
+  /// kept data: no copy of its own. The same data and errors as observe() of the converted batch.
+  [[nodiscard]] result<> observe(const stored_values& v) {
+    if (const float* x = v.in_place())
+      return observe(x, v.count);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    const std::size_t old = state_.data.size();
+    state_.data.resize(old + v.count);
+    convert_stored(v, state_.data.data() + old, s_.threads);
+    auto mm = checked_minmax(label, state_.data.data() + old, v.count,
+                             kernels::threaded_minmax{k_, s_.threads});
+    if (!mm) {
+      state_.data.resize(old);
+      return mm.error();
+    }
     ++state_.batches;
     return {};
   }

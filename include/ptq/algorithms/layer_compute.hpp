@@ -255,7 +255,10 @@ class layer_compute {
       std::fill(dw, dw + groups * m * kdim, 0.0f);
       return;
     }
-    const std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / (groups * kdim * P));
+    std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / (groups * kdim * P));
+    // A whole number of samples per thread, so that the gathers spread evenly.
+    if (chunk > tasks_.threads())
+      chunk -= chunk % tasks_.threads();
     for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
       const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
       gather(img + s0 * img_sample, cnt);

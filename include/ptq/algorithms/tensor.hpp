@@ -76,10 +76,8 @@ template <class C>
   return out + "]";
 }
 
-/// Error for the first NaN/Inf of a range, naming the tensor and the flat index.
-[[nodiscard]] inline error non_finite_error(std::string_view name, const float* x,
-                                            std::size_t index) {
-  const float v = x[index];
+/// Error for the first NaN/Inf `v` of a range, naming the tensor and the flat index.
+[[nodiscard]] inline error non_finite_error(std::string_view name, float v, std::size_t index) {
   const char* what = v != v ? "NaN" : (v > 0 ? "+Inf" : "-Inf");
   return make_error(errc::non_finite,
                     std::string(name) + ": " + what + " at flat index " + std::to_string(index));
@@ -95,7 +93,7 @@ template <class MinMax>
   }
   const kernels::minmax_result r = minmax(x, n);
   if (r.first_bad != n)
-    return non_finite_error(name, x, r.first_bad);
+    return non_finite_error(name, x[r.first_bad], r.first_bad);
   return r;
 }
 

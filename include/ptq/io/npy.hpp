@@ -20,6 +20,7 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/read_file.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -34,32 +35,6 @@ struct npy_array {
 
   [[nodiscard]] std::size_t size() const noexcept { return data.size(); }
 };
-
-/// binary16 bits -> float32 (exact).
-[[nodiscard]] inline float half_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1Fu;
-  std::uint32_t man = h & 0x3FFu;
-  std::uint32_t bits = 0;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (man << 13);
-  } else if (man != 0) {  // subnormal: normalise
-    exp = 113;
-    while ((man & 0x400u) == 0) {
-      man <<= 1;
-      --exp;
-    }
-    man &= 0x3FFu;
-    bits = sign | (exp << 23) | (man << 13);
-  } else {
-    bits = sign;
-  }
-  float f = 0.0f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 namespace detail {
 
@@ -124,21 +99,6 @@ struct header_parser {
   return make_error(c, std::string(name) + ": " + std::string(what));
 }
 
-/// Converts `count` values of `item` bytes (4: float32, 2: float16) at `src` into float32.
-inline void npy_to_float(const char* src, std::size_t item, std::size_t count,
-                         float* out) noexcept {
-  if (item == 4) {
-    if (count)
-      std::memcpy(out, src, count * 4);
-    return;
-  }
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint16_t h = 0;
-    std::memcpy(&h, src + 2 * i, 2);
-    out[i] = half_to_float(h);
-  }
-}
-
 }  // namespace detail
 
 /// What a .npy header says, checked against the file's size.
@@ -148,6 +108,11 @@ struct npy_header {
   std::size_t item = 0;         ///< bytes per value: 4 or 2
   std::size_t data_offset = 0;  ///< where the values start
   std::size_t count = 0;        ///< number of values (product of shape)
+
+  /// The values in `bytes`, the file's bytes this header was parsed from.
+  [[nodiscard]] stored_values values(std::string_view bytes) const noexcept {
+    return {bytes.data() + data_offset, count, item == 4 ? stored_type::f32 : stored_type::f16};
+  }
 };
 
 /// Parses and checks the header of a .npy file and that the data after it has exactly the
@@ -278,7 +243,7 @@ struct npy_header {
   out.shape = std::move(h.shape);
   out.descr = std::move(h.descr);
   out.data.resize(h.count);
-  detail::npy_to_float(bytes.data() + h.data_offset, h.item, h.count, out.data.data());
+  h.values(bytes).convert(0, h.count, out.data.data());
   return out;
 }
 

@@ -2,7 +2,7 @@
 // the same parser as read_npy (every error and message is the same), and float32 data is used
 // where it lies in the page cache. float16 data, and float32 data at an offset that is not a
 // multiple of 4 (a hand-made header; numpy pads headers to 64 bytes), are converted into an
-// owned float32 buffer instead.
+// owned float32 buffer, or (npy_values::as_stored) left for the consumer to convert in blocks.
 #pragma once
 
 #include <cstddef>
@@ -13,33 +13,49 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/mapped_file.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/io/npy.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace io {
 
-/// A .npy file's values as float32 (C order), read in place when the file holds aligned float32.
-/// Owns the mapping; `data()` stays valid while the view lives (moves keep it valid).
+/// What npy_view does with values it cannot use in place (float16, or float32 at an offset that
+/// is not a multiple of 4).
+enum class npy_values : std::uint8_t {
+  as_float32,  ///< converted into an owned float32 buffer when mapped: data() always works
+  as_stored,   ///< left in the file: values() has them, a consumer converts them in blocks
+};
+
+/// A .npy file's values, read in place when the file holds aligned float32. Owns the mapping;
+/// data() and values() stay valid while the view lives (moves keep them valid).
 class npy_view {
  public:
   std::vector<std::size_t> shape;
   std::string descr;  ///< the file's dtype, e.g. "<f4" or "<f2"
 
+  /// The values as float32; nullptr when they are neither in place nor converted (as_stored).
   [[nodiscard]] const float* data() const noexcept {
     if (!converted_.empty() || count_ == 0)
       return converted_.data();
-    // Mapped memory has no declared type; the offset is a multiple of alignof(float) (checked).
-    return reinterpret_cast<const float*>(file_.bytes().data() + offset_);
+    return values().in_place();
   }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  /// The values as the file stores them, or the converted float32 ones (as_float32).
+  [[nodiscard]] stored_values values() const noexcept {
+    if (!converted_.empty())
+      return {reinterpret_cast<const char*>(converted_.data()), count_, stored_type::f32};
+    return {file_.bytes().data() + offset_, count_, type_};
+  }
   /// True when data() points into the file's mapping (no copy was made).
   [[nodiscard]] bool zero_copy() const noexcept {
-    return file_.is_mapped() && converted_.empty() && count_ > 0;
+    return file_.is_mapped() && converted_.empty() && values().in_place() != nullptr;
   }
 
-  /// Checks the header of `file`'s bytes and views (or converts) its values.
-  [[nodiscard]] static result<npy_view> from(mapped_file file, std::string_view name) {
+  /// Checks the header of `file`'s bytes and views its values (converting them when `mode` is
+  /// as_float32 and they are not float32 in place).
+  [[nodiscard]] static result<npy_view> from(mapped_file file, std::string_view name,
+                                             npy_values mode = npy_values::as_float32) {
     auto header = parse_npy_header(file.bytes(), name);
     if (!header)
       return header.error();
@@ -49,11 +65,11 @@ class npy_view {
     out.descr = std::move(h.descr);
     out.count_ = h.count;
     out.offset_ = h.data_offset;
-    const char* src = file.bytes().data() + h.data_offset;
-    if (h.count > 0 &&
-        (h.item != 4 || reinterpret_cast<std::uintptr_t>(src) % alignof(float) != 0)) {
+    out.type_ = h.item == 4 ? stored_type::f32 : stored_type::f16;
+    const stored_values stored = h.values(file.bytes());
+    if (mode == npy_values::as_float32 && h.count > 0 && stored.in_place() == nullptr) {
       out.converted_.resize(h.count);
-      detail::npy_to_float(src, h.item, h.count, out.converted_.data());
+      stored.convert(0, h.count, out.converted_.data());
     } else {
       out.file_ = std::move(file);
     }
@@ -61,20 +77,22 @@ class npy_view {
   }
 
  private:
-  mapped_file file_;
+  mapped_file file_;  // (its read fallback's bytes may move with it: hence offset_, not a pointer)
   std::vector<float> converted_;
   std::size_t offset_ = 0;
   std::size_t count_ = 0;
+  stored_type type_ = stored_type::f32;
 };
 
 /// Maps a .npy file (float32 or float16, C order) and views its values as float32; files above
 /// `max_bytes` and non-regular files are refused, as by read_npy, with the same messages.
 [[nodiscard]] inline result<npy_view> map_npy(const std::string& path,
-                                              std::uint64_t max_bytes = default_tensor_file_limit) {
+                                              std::uint64_t max_bytes = default_tensor_file_limit,
+                                              npy_values mode = npy_values::as_float32) {
   auto file = map_file(path, max_bytes);
   if (!file)
     return file.error();
-  return npy_view::from(std::move(file).value(), path);
+  return npy_view::from(std::move(file).value(), path, mode);
 }
 
 }  // namespace io

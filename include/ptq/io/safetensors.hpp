@@ -18,6 +18,7 @@
 #include "ptq/core/error.hpp"
 #include "ptq/core/mapped_file.hpp"
 #include "ptq/core/read_file.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -111,32 +112,6 @@ namespace detail {
   return 0;
 }
 
-[[nodiscard]] inline float half_bits_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000U) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1FU;
-  std::uint32_t mant = h & 0x3FFU;
-  std::uint32_t bits = 0;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while ((mant & 0x400U) == 0) {
-        mant <<= 1;
-        --exp;
-      }
-      bits = sign | (exp << 23) | ((mant & 0x3FFU) << 13);
-    }
-  } else if (exp == 0x1F) {
-    bits = sign | 0x7F800000U | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f = 0;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 }  // namespace detail
 
 inline result<float_tensor> safetensors_file::get(std::string_view name) const {
@@ -165,7 +140,7 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
       std::uint16_t h = 0;
       std::memcpy(&h, src + i * 2, 2);
       if (e->dtype == "F16") {
-        out.data[i] = detail::half_bits_to_float(h);
+        out.data[i] = half_to_float(h);
       } else {
         const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
         std::memcpy(&out.data[i], &bits, 4);

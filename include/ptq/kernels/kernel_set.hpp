@@ -198,6 +198,25 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
   }
 }
 
+/// The minmax of n values from the minmax of each of their blocks of `block` values, in block
+/// order: the first bad index is the first block's that has one, min and max are those of all
+/// blocks. The same result as one minmax over the n values.
+[[nodiscard]] inline minmax_result combine_minmax_blocks(const std::vector<minmax_result>& part,
+                                                         std::size_t n, std::size_t block) {
+  minmax_result r;
+  r.first_bad = n;
+  for (std::size_t b = 0; b < part.size(); ++b) {
+    const std::size_t at = b * block;
+    if (part[b].first_bad != std::min(block, n - at)) {
+      r.first_bad = at + part[b].first_bad;
+      return r;
+    }
+    r.min = part[b].min < r.min ? part[b].min : r.min;
+    r.max = part[b].max > r.max ? part[b].max : r.max;
+  }
+  return r;
+}
+
 /// k.minmax of x[0, n) on up to `threads` threads (0 = hardware concurrency), over blocks of
 /// parallel_block elements (thread t takes blocks t, t + nt, ...) combined in block
 /// order: the first bad index is the first block's that has one, min and max are those of all
@@ -214,18 +233,7 @@ inline void parallel_histogram(const kernel_set& k, const float* x, std::size_t 
     const std::size_t at = b * parallel_block;
     part[b] = k.minmax(x + at, std::min(parallel_block, n - at));
   });
-  minmax_result r;
-  r.first_bad = n;
-  for (std::size_t b = 0; b < nblocks; ++b) {
-    const std::size_t at = b * parallel_block;
-    if (part[b].first_bad != std::min(parallel_block, n - at)) {
-      r.first_bad = at + part[b].first_bad;
-      return r;
-    }
-    r.min = part[b].min < r.min ? part[b].min : r.min;
-    r.max = part[b].max > r.max ? part[b].max : r.max;
-  }
-  return r;
+  return combine_minmax_blocks(part, n, parallel_block);
 }
 
 /// parallel_minmax bound to a kernel set and a thread count: what checked_minmax calls.
