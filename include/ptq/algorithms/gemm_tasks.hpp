@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <numeric>
 #include <vector>
 
 #include "ptq/core/abi.hpp"
@@ -27,16 +28,20 @@ class gemm_task_runner {
   /// Forgets the tasks added so far (the workspaces stay).
   void clear() noexcept { tasks_.clear(); }
 
-  /// Adds p (with its bias) as one task, or split into column tiles when threads > 1 and there
-  /// are too few tasks to keep the threads busy. `njobs`: how many GEMMs of this size the
-  /// caller adds for this run.
+  /// Adds p (with its bias) as one task, or, when threads > 1 and the `njobs` GEMMs of this size
+  /// the caller adds for this run do not spread evenly over the threads, split into column
+  /// tiles: threads / gcd(njobs, threads) tiles each, so that every thread gets the same share.
+  /// No more tiles than that: each tile packs A again (for a 64x1536 A that is a third of a
+  /// 96-column tile's time), and the threads take tiles in a fixed order, so more tiles do not
+  /// balance anything.
   void add(const kernels::gemm_problem& p, const float* row_bias, const float* col_bias,
            std::size_t njobs) {
     std::size_t cols = p.n;
-    if (threads_ > 1 && njobs < 4 * std::size_t{threads_}) {
-      const std::size_t want = (4 * std::size_t{threads_} + njobs - 1) / njobs;
-      const std::size_t per = (p.n + want - 1) / want;
-      cols = std::max(min_tile_cols, (per + tile_align - 1) / tile_align * tile_align);
+    const std::size_t nt = threads_;
+    if (nt > 1 && njobs % nt != 0) {
+      const std::size_t tiles = nt / std::gcd(std::max<std::size_t>(njobs, 1), nt);
+      const std::size_t per = (p.n + tiles - 1) / tiles;
+      cols = (per + tile_align - 1) / tile_align * tile_align;
     }
     for (std::size_t j0 = 0; j0 < p.n; j0 += cols) {
       gemm_task t;
@@ -103,13 +108,9 @@ class gemm_task_runner {
     const float* col_bias = nullptr;
   };
 
-  /// Tile widths when threads > 1 are multiples of every arch's register tile width (gemm_nr:
-  /// 12, 24, 48), and at least min_tile_cols, so that packing A again per tile stays a small part
-  /// of the work. The tiles are as narrow as that allows, so that they spread evenly over the
-  /// threads: the 576 columns of a 3x3x64 weight gradient are 6 tiles of 96 (3 per thread), not 3
-  /// of 192 (2 and 1).
-  static constexpr std::size_t tile_align = 48;
-  static constexpr std::size_t min_tile_cols = 96;
+  /// Tile widths are multiples of 16: whole vectors on every arch, and whole register tiles
+  /// (gemm_nr: 12, 24, 48) but for one sliver per tile.
+  static constexpr std::size_t tile_align = 16;
 
   kernels::kernel_set k_;
   unsigned threads_ = 1;
