@@ -475,7 +475,7 @@ TEST_CASE("a failed quantize_weights names the weight and leaves the session as 
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ptq::errc::non_finite);
   CHECK(st.error().message == "fc.weight: NaN at flat index 10");
-  // conv, before fc, was quantized only in the copy that the failure threw away.
+  // conv, before fc, was not changed: every layer is checked before any weight changes.
   CHECK(s.phase() == ptq::session_phase::dmq);
   CHECK_FALSE(s.layers()[0].weight_params.has_value());
   CHECK(*s.weight("conv").value() == layers[0].weight);

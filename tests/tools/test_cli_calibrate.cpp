@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -319,4 +320,44 @@ TEST_CASE("ptq calibrate --order-invariant: the batch order does not change the 
   CHECK(bad.code == 2);
   CHECK(bad.err.find("--order-invariant is one pass: not with --memory bounded, --mpi or "
                      "--report") != std::string::npos);
+}
+
+TEST_CASE("ptq calibrate's table keeps its columns for long layer names", "[calibrate]") {
+  std::vector<float> w(4 * 6), x(2 * 6);
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  const std::string name = "encoder.block0.attention.proj";  // wider than the 12-column default
+  REQUIRE(ptq::io::write_safetensors("long_w.safetensors", {{name + ".weight", {4, 6}, w}}).ok());
+  REQUIRE(ptq::io::write_safetensors("long_x.safetensors", {{name, {2, 6}, x}}).ok());
+  {
+    std::ofstream m("long.json");
+    m << R"({"layers":[{"name":")" << name << R"(","type":"Linear","weight":")" << name
+      << R"(.weight"}]})";
+    std::ofstream c("long.cfg");
+    c << "batch_num: 1\n";
+  }
+  const auto r =
+      run("calibrate long.cfg --model long.json --weights long_w.safetensors --batches "
+          "long_x.safetensors --record long_record.txt");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  std::istringstream lines(r.out);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  REQUIRE(header.rfind("layer ", 0) == 0);
+  REQUIRE(row.rfind(name + "  ", 0) == 0);
+  for (const char* column : {"type", "bits", "w SQNR"}) {
+    INFO(column << "\n" << header << "\n" << row);
+    const auto at = header.find(column);
+    REQUIRE(at != std::string::npos);
+    CHECK(row[at - 1] == ' ');
+    CHECK(row[at] != ' ');
+  }
+  for (const char* f :
+       {"long_w.safetensors", "long_x.safetensors", "long.json", "long.cfg", "long_record.txt"}) {
+    CHECK(std::remove(f) == 0);
+  }
 }

@@ -145,14 +145,21 @@ inline std::vector<row> table_rows(const ptq::calibration_session& s,
 }
 
 inline void print_table(const std::vector<row>& rows) {
-  std::cout << std::left << std::setw(12) << "layer" << std::setw(11) << "type" << std::setw(14)
+  // The name and weight-scale columns are as wide as their longest entry (ResNet's
+  // "layer1.0.conv1" is wider than the digits model's names).
+  int name_w = 12, wscale_w = 28;
+  for (const auto& r : rows) {
+    name_w = std::max(name_w, static_cast<int>(r.layer.size()) + 2);
+    wscale_w = std::max(wscale_w, static_cast<int>(r.wscale.size()) + 2);
+  }
+  std::cout << std::left << std::setw(name_w) << "layer" << std::setw(11) << "type" << std::setw(14)
             << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d" << std::setw(9)
-            << "offset_d" << std::setw(28) << "weight scale" << std::setw(10) << "w SQNR"
+            << "offset_d" << std::setw(wscale_w) << "weight scale" << std::setw(10) << "w SQNR"
             << "a SQNR\n";
   for (const auto& r : rows) {
-    std::cout << std::left << std::setw(12) << r.layer << std::setw(11) << r.type << std::setw(14)
-              << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d << std::setw(9)
-              << r.offset_d << std::setw(28) << r.wscale << std::setw(10)
+    std::cout << std::left << std::setw(name_w) << r.layer << std::setw(11) << r.type
+              << std::setw(14) << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d
+              << std::setw(9) << r.offset_d << std::setw(wscale_w) << r.wscale << std::setw(10)
               << (std::isnan(r.wsqnr) ? "-" : db(r.wsqnr))
               << (std::isnan(r.asqnr) ? "-" : db(r.asqnr)) << '\n';
   }

@@ -319,9 +319,19 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
   if (!parsed)
     return in_file(parsed.error(), a.model);
   model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
+  // The session gets the layers. Only the exporters read the manifest's float weights after
+  // this (the rest of the run names layers and tensors), so without --export each weight moves
+  // to the session instead of being copied.
+  const bool keep_float_weights = !a.exports.empty();
   std::vector<ptq::layer_desc> descs;
-  for (const auto& m : f.model.layers)
+  for (auto& m : f.model.layers) {
+    xt::xarray<float> weight;
+    if (!keep_float_weights)
+      weight = std::move(m.desc.weight);
     descs.push_back(m.desc);
+    if (!keep_float_weights)
+      descs.back().weight = std::move(weight);
+  }
   lap("load");
   auto created =
       ptq::calibration_session::create(f.cfg.parsed.value(), std::move(descs), std::move(opt));

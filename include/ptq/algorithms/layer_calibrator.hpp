@@ -66,13 +66,30 @@ class layer_calibrator {
   [[nodiscard]] result<weight_quant_result> quantize_weights(float* w,
                                                              const std::vector<std::size_t>& shape,
                                                              layer_type op, std::size_t groups) {
-    tensor_ref ref{w, shape, name_ + ".weight"};
-    auto p = W::calibrate(ref, op, groups, ws_, k_);
+    auto p = calibrate_weights(w, shape, op, groups);
     if (!p)
       return p;
-    if (auto st = arq_fake_quantize(w, shape, op, groups, p.value(), k_); !st)
-      return make_error(st.error().code, ref.name + ": " + st.error().message);
+    if (auto st = fake_quantize_weights(w, shape, op, groups, p.value()); !st)
+      return st.error();
     return p;
+  }
+  /// quantize_weights in two steps, for a caller that checks every layer before changing any:
+  /// scale_w / offset_w of `w` (not changed), ...
+  template <class W = WeightPolicy, std::enable_if_t<!W::needs_samples, int> = 0>
+  [[nodiscard]] result<weight_quant_result> calibrate_weights(const float* w,
+                                                              const std::vector<std::size_t>& shape,
+                                                              layer_type op,
+                                                              std::size_t groups) const {
+    return W::calibrate(tensor_ref{w, shape, name_ + ".weight"}, op, groups, ws_, k_);
+  }
+  /// ... then `w` fake-quantized in place with them.
+  template <class W = WeightPolicy, std::enable_if_t<!W::needs_samples, int> = 0>
+  [[nodiscard]] result<> fake_quantize_weights(float* w, const std::vector<std::size_t>& shape,
+                                               layer_type op, std::size_t groups,
+                                               const weight_quant_result& p) const {
+    if (auto st = arq_fake_quantize(w, shape, op, groups, p, k_); !st)
+      return make_error(st.error().code, name_ + ".weight: " + st.error().message);
+    return {};
   }
 
   /// ADA: learns the rounding of the layer `p` from its samples; returns the KL scales and the

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -81,10 +82,46 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
   return {};
 }
 
-/// Phase 3 for one enabled layer: balances its weight by the DMQ factors, then quantizes it
-/// when its weight policy needs no samples (ARQ). AdaRound layers keep the balanced float
-/// weight for quantize_ada_layer.
-[[nodiscard]] inline result<> quantize_layer_weights(session_layer& l) {
+/// Phase 3, first step, for one enabled layer: checks that its weight can be quantized and
+/// computes scale_w / offset_w, changing nothing. The weight is balanced by the DMQ factors into
+/// `scratch` first when the layer has them. Returns nothing for the layers that get their
+/// parameters otherwise (AvgPool2d, AdaRound).
+[[nodiscard]] inline result<std::optional<weight_quant_result>> plan_layer_weights(
+    const session_layer& l, std::vector<float>& scratch) {
+  if (l.desc.type == layer_type::avg_pool2d)
+    return std::optional<weight_quant_result>{};
+  std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
+  const float* w = l.desc.weight.data();
+  if (!l.balance_factors.empty()) {
+    scratch.assign(l.desc.weight.begin(), l.desc.weight.end());
+    if (auto st = dmq_apply_to_weight(scratch.data(), shape, l.desc.type, l.desc.conv.groups,
+                                      l.balance_factors);
+        !st) {
+      return in_layer(l.desc.name, st.error());
+    }
+    w = scratch.data();
+  }
+  return std::visit(
+      [&](const auto& c) -> result<std::optional<weight_quant_result>> {
+        if constexpr (std::decay_t<decltype(c)>::needs_samples) {
+          return std::optional<weight_quant_result>{};  // learned later by quantize_ada_layer
+        } else {
+          auto p = c.calibrate_weights(w, shape, l.desc.type, l.desc.conv.groups);
+          if (!p)
+            return in_layer(l.desc.name, p.error());
+          return std::optional<weight_quant_result>(std::move(p).value());
+        }
+      },
+      *l.calibrator);
+}
+
+/// Phase 3, second step: balances the layer's weight by the DMQ factors and fake-quantizes it
+/// with `params` (from plan_layer_weights; none for AdaRound layers, which keep the balanced
+/// float weight for quantize_ada_layer). `scratch` holds the weight before quantization, for its
+/// SQNR. The first step checked what could fail.
+[[nodiscard]] inline result<> apply_layer_weights(session_layer& l,
+                                                  std::optional<weight_quant_result> params,
+                                                  std::vector<float>& scratch) {
   if (l.desc.type == layer_type::avg_pool2d) {
     l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // spec §5.8
     return {};
@@ -97,19 +134,21 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
       return in_layer(l.desc.name, st.error());
     }
   }
+  if (!params)
+    return {};
   return std::visit(
-      [&](auto& c) -> result<> {
-        if constexpr (std::decay_t<decltype(c)>::needs_samples) {
-          return {};  // learned later by quantize_ada_layer, from the engine's samples
-        } else {
-          const std::vector<float> before(l.desc.weight.begin(), l.desc.weight.end());
-          auto p = c.quantize_weights(l.desc.weight.data(), shape, l.desc.type, l.desc.conv.groups);
-          if (!p)
-            return in_layer(l.desc.name, p.error());
-          l.weight_sqnr_db = sqnr_db(before.data(), l.desc.weight.data(), before.size());
-          l.weight_params = std::move(p).value();
-          return {};
+      [&](const auto& c) -> result<> {
+        if constexpr (!std::decay_t<decltype(c)>::needs_samples) {
+          scratch.assign(l.desc.weight.begin(), l.desc.weight.end());
+          if (auto st = c.fake_quantize_weights(l.desc.weight.data(), shape, l.desc.type,
+                                                l.desc.conv.groups, *params);
+              !st) {
+            return in_layer(l.desc.name, st.error());
+          }
+          l.weight_sqnr_db = sqnr_db(scratch.data(), l.desc.weight.data(), scratch.size());
+          l.weight_params = std::move(params);
         }
+        return {};
       },
       *l.calibrator);
 }

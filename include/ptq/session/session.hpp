@@ -145,20 +145,30 @@ class calibration_session {
                     "' has dmq_balancer but its input was not fed (feed_dmq)");
       }
     }
-    // Work on a copy: a failure leaves the session as it was (still in the DMQ phase, weights
-    // not balanced), so the engine can report it without a half-quantized model.
-    std::vector<session_layer> work = layers_;
+    // All or nothing without a copy of the model: every layer is checked and its parameters
+    // computed first, and only then are the weights changed, so a failure leaves the session as
+    // it was (still in the DMQ phase, weights not balanced) and the engine can report it without
+    // a half-quantized model.
+    std::vector<std::optional<weight_quant_result>> params(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (!layers_[i].plan.quant_enable)
+        continue;
+      auto p = plan_layer_weights(layers_[i], scratch_);
+      if (!p)
+        return p.error();
+      params[i] = std::move(p).value();
+    }
     const std::size_t total = count_if([](const session_layer& l) { return l.plan.quant_enable; });
     std::size_t done = 0;
-    for (auto& l : work) {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      session_layer& l = layers_[i];
       if (!l.plan.quant_enable)
         continue;
-      if (auto st = quantize_layer_weights(l); !st)
+      if (auto st = apply_layer_weights(l, std::move(params[i]), scratch_); !st)
         return st;
       if (!learns_from_samples(l))
         report(session_phase::weights, l.desc.name, ++done, total);
     }
-    layers_ = std::move(work);
     phase_ = session_phase::weights;
     if (ada_layers().empty())
       phase_ = session_phase::activations;
@@ -403,7 +413,7 @@ class calibration_session {
   session_phase phase_ = session_phase::fusion;
   int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
   std::vector<session_layer> layers_;
-  std::vector<float> scratch_;  ///< a DMQ layer's input divided by its factors (reused)
+  std::vector<float> scratch_;  ///< reused: DMQ inputs divided by factors, weights unquantized
 };
 
 }  // namespace PTQ_ABI_NAMESPACE
