@@ -8,7 +8,8 @@ the 512->1000 Linear, 11.5M weights, with BatchNorm statistics; and --batches ba
 (14.6M float32 values, 58.6 MB per batch: the shapes a forward pass dumps; the values are drawn,
 normal for the image and rectified normal after each ReLU, as the tool runs no network).
 
-For each config (IFMR, HFMG, IFMR + DMQ; ARQ per channel on the weights) it times, best of
+For each config (IFMR, HFMG, IFMR + DMQ; ARQ per channel on the weights; and IFMR again with
+`--memory bounded`, whose record is checked to be the one-pass record) it times, best of
 --repeat runs after one warm-up, wall clock:
   - `cat WEIGHTS BATCHES > /dev/null` the page-cache read of every input file,
   - `ptq calibrate ... --timings`     the whole process; its per-phase wall times (stderr),
@@ -182,14 +183,21 @@ def main():
              key=lambda r: r["sys"])
     print(f"{f'dd bs={mb}M count=1 (fresh memory)':34} {dd['wall']:7.3f} s, sys {dd['sys']:.3f} s, "
           f"{dd['minflt']} minor faults")
-    for name, text in configs(a.batches).items():
-        cfg = os.path.join(d, f"{name}.cfg")
-        with open(cfg, "w") as f:
-            f.write(text)
+    texts = configs(a.batches)
+    for name in texts:
+        with open(os.path.join(d, f"{name}.cfg"), "w") as f:
+            f.write(texts[name])
+    # IFMR once more in the bounded memory mode: two passes over the files instead of keeping
+    # every value, so no fresh memory for them; its record must be the one-pass record, byte for
+    # byte.
+    runs = [(name, name, []) for name in texts]
+    runs.append(("ifmr-bounded", "ifmr", ["--memory", "bounded"]))
+    for name, cfg_name, extra in runs:
+        cfg = os.path.join(d, f"{cfg_name}.cfg")
         argv = [ptq, "calibrate", cfg, "--model", os.path.join(d, "manifest.json"),
                 "--weights", os.path.join(d, "weights.safetensors"), "--batches", *files,
                 "--record", os.path.join(d, f"{name}.record.txt"), "--threads", str(a.threads),
-                "--quiet", "--timings"]
+                "--quiet", "--timings", *extra]
         log = os.path.join(d, f"{name}.stderr")
         timed_calibrate(argv, log)  # warm-up
         best = min((timed_calibrate(argv, log) for _ in range(a.repeat)), key=lambda r: r["wall"])
@@ -203,6 +211,12 @@ def main():
         print(f"  phases (s): {phases}")
         print(f"  process / (read {cat['wall']:.3f} + compute {compute:.3f}) = "
               f"{best['wall'] / (cat['wall'] + compute):.2f}")
+        if cfg_name != name:
+            with open(os.path.join(d, f"{name}.record.txt"), "rb") as x, \
+                    open(os.path.join(d, f"{cfg_name}.record.txt"), "rb") as y:
+                if x.read() != y.read():
+                    sys.exit(f"resnet18_calibrate.py: the {name} record differs from {cfg_name}'s")
+            print(f"  record: byte-identical to the {cfg_name} record")
 
     if tmp:
         tmp.cleanup()
