@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "ptq/io/npy.hpp"
 #include "ptq/io/safetensors.hpp"
 
 namespace {
@@ -160,5 +162,41 @@ TEST_CASE("writes are atomic: a failed write leaves the old file", "[safetensors
   CHECK(std::fread(buf, 1, 8, f) == 3);
   std::fclose(f);
   CHECK(std::string(buf) == "two");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("large files are written in pieces: the bytes of the joined formats", "[safetensors]") {
+  const auto slurp = [](const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    REQUIRE(f);
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      out.append(buf, n);
+    std::fclose(f);
+    return out;
+  };
+  // Pieces are written in order, empty ones included.
+  const std::string path = "ptq_pieces_test.bin";
+  REQUIRE(ptq::io::write_file_atomic(path, {"ab", "", "cde"}).ok());
+  CHECK(slurp(path) == "abcde");
+  // safetensors: header, then each tensor's data from the tensor itself.
+  std::vector<ptq::io::named_tensor> t{
+      {"w", {2, 3}, {1, -2, 3, 4.5f, 5, 6}}, {"empty", {0}, {}}, {"b", {2}, {0.25f, -0.5f}}};
+  REQUIRE(ptq::io::write_safetensors(path, t, {{"k", "v"}}).ok());
+  CHECK(slurp(path) == ptq::io::format_safetensors(t, {{"k", "v"}}));
+  const auto layout = ptq::io::layout_safetensors(t);
+  REQUIRE(layout.data.size() == 3);
+  CHECK(static_cast<const void*>(layout.data[0].data()) == t[0].data.data());  // not a copy
+  CHECK(layout.header.size() % 8 == 0);
+  // .npy: the header, then the caller's values.
+  const std::vector<float> v{0.5f, -1.0f, 3.0f, 7.25f};
+  REQUIRE(ptq::io::write_npy(path, v.data(), {2, 2}).ok());
+  CHECK(slurp(path) == ptq::io::format_npy(v.data(), {2, 2}));
+  CHECK(ptq::io::npy_header_bytes({2, 2}).size() % 64 == 0);
+  // A failed write names the file and leaves nothing.
+  const auto failed = ptq::io::write_file_atomic("/nonexistent-dir/x.bin", {"a", "b"});
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().code == ptq::errc::write_failed);
   std::remove(path.c_str());
 }

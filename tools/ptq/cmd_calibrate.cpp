@@ -96,11 +96,15 @@ ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
     auto t = ptq::fake_quant_weights(s, model, weights);
     if (!t)
       return t.error();
-    std::vector<ptq::io::named_tensor> tensors;
+    auto tensors = std::make_shared<std::vector<ptq::io::named_tensor>>();
     for (auto& x : t.value())
-      tensors.push_back({std::move(x.name), std::move(x.shape), std::move(x.data)});
-    out.push_back(
-        {{"--fake-quant-weights", a.fake_quant_weights}, ptq::io::format_safetensors(tensors)});
+      tensors->push_back({std::move(x.name), std::move(x.shape), std::move(x.data)});
+    // Written from the tensors themselves: the weights are not copied into one buffer.
+    auto pieces = ptq::io::layout_safetensors(*tensors);
+    out.push_back({{"--fake-quant-weights", a.fake_quant_weights},
+                   std::move(pieces.header),
+                   std::move(pieces.data),
+                   std::move(tensors)});
   }
   if (auto st = ptq_cli::add_exports(a.exports, rec, model, s.plan(), out); !st)
     return ptq::result<std::vector<ptq_cli::output_file>>(st.diagnostics());

@@ -18,12 +18,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "ptq/core/error.hpp"
+#include "ptq/io/atomic_file.hpp"
 
 namespace ptq_cli {
 
@@ -155,15 +157,27 @@ inline void cleanup_folder_on_signal(const std::string& dir) {
   return {};
 }
 
-/// An output's target and contents.
+/// An output's target and contents. A large output (the fake-quantized weights) is written
+/// from its tensors: `contents` holds its header, `data` views of the values that `keep` owns,
+/// written after it without being joined into one buffer.
 struct output_file {
+  output_file(named_path t, std::string c) : target(std::move(t)), contents(std::move(c)) {}
+  output_file(named_path t, std::string header, std::vector<std::string_view> views,
+              std::shared_ptr<const void> owner)
+      : target(std::move(t)),
+        contents(std::move(header)),
+        data(std::move(views)),
+        keep(std::move(owner)) {}
+
   named_path target;
   std::string contents;
+  std::vector<std::string_view> data;
+  std::shared_ptr<const void> keep;
 };
 
 namespace detail {
 
-[[nodiscard]] inline ptq::result<> write_flushed(const std::string& path, std::string_view data) {
+[[nodiscard]] inline ptq::result<> write_flushed(const std::string& path, const output_file& o) {
   const auto fail = [&](const char* what) {
     return ptq::make_error(ptq::errc::write_failed,
                            std::string(what) + " '" + path + "': " + std::strerror(errno));
@@ -171,19 +185,13 @@ namespace detail {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail("cannot create");
-  const char* p = data.data();
-  std::size_t left = data.size();
-  while (left > 0) {
-    const ::ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      auto e = fail("cannot write");
-      ::close(fd);
-      return e;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  bool written = ptq::io::detail::write_all(fd, o.contents);
+  for (std::size_t i = 0; written && i < o.data.size(); ++i)
+    written = ptq::io::detail::write_all(fd, o.data[i]);
+  if (!written) {
+    auto e = fail("cannot write");
+    ::close(fd);
+    return e;
   }
   if (::fsync(fd) != 0) {
     auto e = fail("cannot flush");
@@ -217,7 +225,7 @@ namespace detail {
       detail::cleanup_count = detail::cleanup_count + 1;
     }
     tmps.push_back(tmp);
-    if (auto st = detail::write_flushed(tmp, o.contents); !st) {
+    if (auto st = detail::write_flushed(tmp, o); !st) {
       remove_tmps();
       return st;
     }

@@ -1,5 +1,6 @@
 // Atomic file writes: a temporary file in the same folder, flushed to disk, then renamed over
-// the target, so an interrupted run never leaves a truncated record, config or tensor file.
+// the target, so an interrupted run never leaves a truncated record, config or tensor file. A
+// file can be written in pieces (a header, then tensor data where it lies), without a joined copy.
 // POSIX; standard library otherwise.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,11 +20,36 @@ namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace io {
 
-/// Writes `contents` to `path` atomically. On failure returns errc::write_failed naming the
-/// file and the system's reason, removes the temporary file and leaves any existing file at
-/// `path` untouched.
+namespace detail {
+
+/// Writes all of `data` to `fd` (retrying short writes and EINTR); false with errno set on a
+/// failure.
+[[nodiscard]] inline bool write_all(int fd, std::string_view data) noexcept {
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    const ::ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace detail
+
+/// Writes `pieces`, in order, to `path` atomically: a large output is written from where its
+/// values are (a header, then each tensor's data) instead of being joined into one buffer first.
+/// On failure returns errc::write_failed naming the file and the system's reason, removes the
+/// temporary file and leaves any existing file at `path` untouched.
 [[nodiscard]] inline result<> write_file_atomic(const std::string& path,
-                                                std::string_view contents) {
+                                                const std::vector<std::string_view>& pieces) {
   // errno is read before close/unlink can change it.
   const auto fail = [](const std::string& what, const std::string& file) {
     return make_error(errc::write_failed, what + " '" + file + "': " + std::strerror(errno));
@@ -31,20 +58,13 @@ namespace io {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail("cannot create", tmp);
-  const char* p = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ::ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
+  for (const std::string_view piece : pieces) {
+    if (!detail::write_all(fd, piece)) {
       auto e = fail("cannot write", tmp);
       ::close(fd);
       ::unlink(tmp.c_str());
       return e;
     }
-    p += n;
-    left -= static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0) {
     auto e = fail("cannot flush", tmp);
@@ -63,6 +83,12 @@ namespace io {
     return e;
   }
   return {};
+}
+
+/// write_file_atomic of one piece.
+[[nodiscard]] inline result<> write_file_atomic(const std::string& path,
+                                                std::string_view contents) {
+  return write_file_atomic(path, std::vector<std::string_view>{contents});
 }
 
 }  // namespace io

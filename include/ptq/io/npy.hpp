@@ -257,15 +257,13 @@ struct npy_header {
   return parse_npy(bytes.value(), path);
 }
 
-/// The bytes of a version-1.0 .npy file holding float32 `data` with `shape` (C order).
-[[nodiscard]] inline std::string format_npy(const float* data,
-                                            const std::vector<std::size_t>& shape) {
+/// The header of a version-1.0 .npy file holding float32 values with `shape` (C order): the
+/// bytes before the data.
+[[nodiscard]] inline std::string npy_header_bytes(const std::vector<std::size_t>& shape) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
-  std::size_t n = 1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     dict += std::to_string(shape[i]);
     dict += shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : "");
-    n *= shape[i];
   }
   dict += "), }";
   std::size_t total = 10 + dict.size() + 1;
@@ -275,6 +273,21 @@ struct npy_header {
   out += static_cast<char>(dict.size() & 0xFF);
   out += static_cast<char>((dict.size() >> 8) & 0xFF);
   out += dict;
+  return out;
+}
+
+[[nodiscard]] inline std::size_t shape_elements(const std::vector<std::size_t>& shape) noexcept {
+  std::size_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  return n;
+}
+
+/// The bytes of a version-1.0 .npy file holding float32 `data` with `shape` (C order).
+[[nodiscard]] inline std::string format_npy(const float* data,
+                                            const std::vector<std::size_t>& shape) {
+  std::string out = npy_header_bytes(shape);
+  const std::size_t n = shape_elements(shape);
   const std::size_t at = out.size();
   out.resize(at + 4 * n);
   if (n)
@@ -282,10 +295,13 @@ struct npy_header {
   return out;
 }
 
-/// Writes float32 `data` with `shape` as a .npy file, atomically (write_file_atomic).
+/// Writes float32 `data` with `shape` as a .npy file, atomically (write_file_atomic), from
+/// `data` itself: no copy of the values.
 [[nodiscard]] inline result<> write_npy(const std::string& path, const float* data,
                                         const std::vector<std::size_t>& shape) {
-  return write_file_atomic(path, format_npy(data, shape));
+  const std::string header = npy_header_bytes(shape);
+  return write_file_atomic(path, {header, std::string_view(reinterpret_cast<const char*>(data),
+                                                           4 * shape_elements(shape))});
 }
 
 }  // namespace io

@@ -295,8 +295,9 @@ struct named_tensor {
   std::vector<float> data;
 };
 
-/// The bytes of a safetensors file holding `tensors` as F32, in the given order.
-[[nodiscard]] inline std::string format_safetensors(
+/// The header of a safetensors file holding `tensors` as F32, in the given order: the 8-byte
+/// length and the JSON, padded to a multiple of 8. The data follows, tensor after tensor.
+[[nodiscard]] inline std::string safetensors_header_bytes(
     const std::vector<named_tensor>& tensors,
     const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -321,17 +322,48 @@ struct named_tensor {
   for (std::size_t i = 0; i < 8; ++i)
     out[i] = static_cast<char>((n >> (8 * i)) & 0xFFU);
   out += h;
-  for (const auto& t : tensors) {
-    out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
-  }
   return out;
 }
 
-/// Writes a safetensors file atomically.
+/// A safetensors file as the pieces write_file_atomic writes: `header` (owned), then views of
+/// each tensor's data, valid while the tensors live.
+struct safetensors_pieces {
+  std::string header;
+  std::vector<std::string_view> data;
+
+  /// Every piece in file order.
+  [[nodiscard]] std::vector<std::string_view> pieces() const {
+    std::vector<std::string_view> out{header};
+    out.insert(out.end(), data.begin(), data.end());
+    return out;
+  }
+};
+
+[[nodiscard]] inline safetensors_pieces layout_safetensors(
+    const std::vector<named_tensor>& tensors,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  safetensors_pieces out{safetensors_header_bytes(tensors, metadata), {}};
+  for (const auto& t : tensors)
+    out.data.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size() * 4);
+  return out;
+}
+
+/// The bytes of a safetensors file holding `tensors` as F32, in the given order.
+[[nodiscard]] inline std::string format_safetensors(
+    const std::vector<named_tensor>& tensors,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  const safetensors_pieces layout = layout_safetensors(tensors, metadata);
+  std::string out;
+  for (const std::string_view piece : layout.pieces())
+    out.append(piece);
+  return out;
+}
+
+/// Writes a safetensors file atomically, from the tensors' own data (no joined copy).
 [[nodiscard]] inline result<> write_safetensors(
     const std::string& path, const std::vector<named_tensor>& tensors,
     const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
-  return write_file_atomic(path, format_safetensors(tensors, metadata));
+  return write_file_atomic(path, layout_safetensors(tensors, metadata).pieces());
 }
 
 }  // namespace io
