@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "../support/half_npy.hpp"
 #include "ptq/config.hpp"
 #include "ptq/core/mapped_file.hpp"
 #include "ptq/core/read_file.hpp"
@@ -169,15 +170,7 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   CHECK(std::vector<float>(mapped.value().data(), mapped.value().data() + 1000) == values);
 
   // float16 (1, -2, the smallest subnormal, 65504): converted, as read_npy converts it.
-  const std::uint16_t h[] = {0x3C00, 0xC000, 0x0001, 0x7BFF};
-  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }";
-  dict.append(128 - 10 - dict.size() - 1, ' ');
-  dict += '\n';
-  std::string f16("\x93NUMPY\x01\x00", 8);
-  f16 += static_cast<char>(dict.size());
-  f16 += '\0';
-  f16 += dict;
-  f16.append(reinterpret_cast<const char*>(h), sizeof h);
+  const std::string f16 = ptq_test::half_npy_bytes({0x3C00, 0xC000, 0x0001, 0x7BFF});
   const std::string half = s.file("h.npy", f16);
   const auto mh = ptq::io::map_npy(half);
   REQUIRE(mh.ok());

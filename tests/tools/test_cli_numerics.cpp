@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/half_npy.hpp"
 #include "../support/run_cli.hpp"
 #include "ptq/core/fp16.hpp"
 #include "ptq/core/stored_values.hpp"
@@ -240,15 +241,7 @@ TEST_CASE("CLI: observe on float16 batches prints what it prints for their float
         v = static_cast<std::uint16_t>(rng());
       } while (((v >> 10) & 0x1F) == 0x1F || ((v >> 10) & 0x1F) < 10);
     }
-    std::string dict =
-        "{'descr': '<f2', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
-    dict.append(128 - 10 - dict.size() - 1, ' ');
-    dict += '\n';
-    std::string bytes("\x93NUMPY\x01\x00", 8);
-    bytes += static_cast<char>(dict.size());
-    bytes += '\0';
-    bytes += dict;
-    bytes.append(reinterpret_cast<const char*>(h.data()), 2 * n);
+    const std::string bytes = ptq_test::half_npy_bytes(h);
     const std::string stem = "ptq_f16_" + std::to_string(n);
     std::ofstream((tmp / (stem + "_h.npy")), std::ios::binary) << bytes;
     std::vector<float> f(n);
