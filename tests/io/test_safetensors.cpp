@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "ptq/io/npy.hpp"
 #include "ptq/io/safetensors.hpp"
@@ -58,6 +62,16 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   x = f.get("d");
   REQUIRE(x.ok());
   CHECK(x->data[0] == 0.5f);
+  // stored(): BF16 and F64 are converted into `owned`, as float32.
+  for (const char* name : {"g", "d"}) {
+    const auto st = f.stored(name);
+    REQUIRE(st.ok());
+    REQUIRE(st->owned.size() == 1);
+    CHECK(st->values.bytes == reinterpret_cast<const char*>(st->owned.data()));
+    CHECK(st->values.type == ptq::stored_type::f32);
+    CHECK(st->values.at(0) == f.get(name).value().data[0]);
+  }
+  CHECK(f.stored("i").error().message == f.get("i").error().message);
   x = f.get("i");
   REQUIRE_FALSE(x.ok());
   CHECK(x.error().code == ptq::errc::unsupported_dtype);
@@ -103,7 +117,16 @@ TEST_CASE("view reads F32 in place and converts the rest as get does", "[safeten
     REQUIRE(c->owned.size() == 1);
     CHECK(c->data.data() == c->owned.data());
     CHECK(c->data.data()[0] == g.get(name).value().data[0]);
+    // stored(): both read where they lie, as the file stores them (nothing owned).
+    auto st = g.stored(name);
+    REQUIRE(st.ok());
+    CHECK(st->owned.empty());
+    CHECK(st->values.bytes == g.data().data() + g.find(name)->begin);
+    CHECK(st->values.type == (name[0] == 'f' ? ptq::stored_type::f32 : ptq::stored_type::f16));
+    CHECK(st->values.at(0) == g.get(name).value().data[0]);
+    CHECK(st->shape == std::vector<std::size_t>{1});
   }
+  CHECK(g.stored("missing").error().message == g.get("missing").error().message);
 }
 
 TEST_CASE("malformed safetensors are clear errors", "[safetensors]") {
@@ -198,5 +221,29 @@ TEST_CASE("large files are written in pieces: the bytes of the joined formats", 
   const auto failed = ptq::io::write_file_atomic("/nonexistent-dir/x.bin", {"a", "b"});
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code == ptq::errc::write_failed);
+  std::remove(path.c_str());
+  // A writer that streams into the file (protobuf's SerializeToFileDescriptor, for ONNX).
+  REQUIRE(ptq::io::write_file_atomic_with(path, [](int fd) {
+            return ptq::io::detail::write_all(fd, "st") && ptq::io::detail::write_all(fd, "ream");
+          }).ok());
+  CHECK(slurp(path) == "stream");
+  // One that fails keeps the old file and no temporary: its errno is the reason given, or EIO
+  // when it set none.
+  auto st = ptq::io::write_file_atomic_with(path, [](int fd) {
+    (void)ptq::io::detail::write_all(fd, "half");
+    errno = ENOSPC;
+    return false;
+  });
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "cannot write '" + path + ".tmp." + std::to_string(::getpid()) +
+                                  "': " + std::strerror(ENOSPC));
+  st = ptq::io::write_file_atomic_with(path, [](int) { return false; });
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message.find(std::strerror(EIO)) != std::string::npos);
+  CHECK(slurp(path) == "stream");
+  std::FILE* tmp = std::fopen((path + ".tmp." + std::to_string(::getpid())).c_str(), "rb");
+  CHECK(tmp == nullptr);
+  if (tmp)
+    std::fclose(tmp);
   std::remove(path.c_str());
 }

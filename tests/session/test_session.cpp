@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptq/algorithms/dispatch.hpp"
@@ -588,4 +591,100 @@ TEST_CASE("the order-invariant histogram: any batch order gives the same record"
   CHECK(bad.error().message ==
         "session_options::order_invariant_histogram is a one-pass histogram: use it without "
         "the bounded memory mode, shard or keep_search_stats");
+}
+
+TEST_CASE("float16 batches (stored_tensor_ref): the records and errors of their float32 values",
+          "[session][stored]") {
+  // Finite binary16 values of both signs, about 2^-5 .. 2^5, and their exact float32 values.
+  const auto halves = [](std::size_t n, unsigned salt) {
+    std::vector<std::uint16_t> h(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto k = static_cast<unsigned>(i) * 2654435761U + salt;
+      h[i] = static_cast<std::uint16_t>(((k >> 7) & 1U) << 15 | (10U + (k >> 9) % 10U) << 10 |
+                                        (k & 0x3FFU));
+    }
+    return h;
+  };
+  const auto widened = [](const std::vector<std::uint16_t>& h) {
+    std::vector<float> f(h.size());
+    for (std::size_t i = 0; i < h.size(); ++i)
+      f[i] = ptq::half_to_float(h[i]);
+    return f;
+  };
+  const std::vector<std::size_t> shape{2, 2, 5, 5};
+  const std::vector<std::vector<std::uint16_t>> batches = {halves(100, 1), halves(100, 7)};
+  const auto stored = [&](const std::vector<std::uint16_t>& h) {
+    return ptq::stored_tensor_ref{
+        {reinterpret_cast<const char*>(h.data()), h.size(), ptq::stored_type::f16},
+        shape,
+        "conv input"};
+  };
+  const auto record = [&](const std::string& text, ptq::session_options opt, bool as_f16) {
+    auto made = ptq::calibration_session::create(cfg(text), two_layers(false), opt);
+    REQUIRE(made.ok());
+    auto s = std::move(made).value();
+    if (!s.dmq_layers().empty()) {
+      const auto f = widened(batches[0]);
+      REQUIRE(s.feed_dmq("conv", ptq::tensor_ref{f.data(), shape, "conv input"}).ok());
+    }
+    REQUIRE(s.quantize_weights().ok());
+    for (std::size_t pass = 0; pass < s.activation_passes(); ++pass) {
+      for (const auto& h : batches) {
+        const auto f = widened(h);
+        const auto st = as_f16 ? s.feed("conv", stored(h))
+                               : s.feed("conv", ptq::tensor_ref{f.data(), shape, "conv input"});
+        REQUIRE(st.ok());
+      }
+    }
+    auto rec = s.record();
+    REQUIRE(rec.ok());
+    return ptq::write_record(rec.value());
+  };
+  const std::string skip = "batch_num: 2 skip_layers: \"fc\" ";
+  const std::string hfmg = "common_config { hfmg_quantize { num_of_bins: 1024 } }";
+  ptq::session_options bounded, invariant;
+  bounded.activation_memory = ptq::memory_mode::bounded;
+  invariant.order_invariant_histogram = true;
+  for (const auto& [text, opt] : std::vector<std::pair<std::string, ptq::session_options>>{
+           {skip, {}},
+           {skip + hfmg, {}},
+           {skip + "common_config { dmq_balancer { migration_strength: 0.5 } }", {}},
+           {skip, bounded},
+           {skip + hfmg, bounded},
+           {skip + hfmg, invariant}}) {
+    INFO(text << (opt.activation_memory == ptq::memory_mode::bounded ? " (bounded)"
+                  : opt.order_invariant_histogram                    ? " (invariant)"
+                                                                     : ""));
+    CHECK(record(text, opt, true) == record(text, opt, false));
+  }
+
+  // float32 at an address that is not a multiple of 4 is read through a copy, the same values.
+  const auto f = widened(batches[0]);
+  std::string unaligned(1 + 4 * f.size(), '\0');
+  std::memcpy(&unaligned[1], f.data(), 4 * f.size());
+  auto a = make("batch_num: 1 skip_layers: \"fc\"", two_layers(false));
+  auto b = make("batch_num: 1 skip_layers: \"fc\"", two_layers(false));
+  REQUIRE(a.quantize_weights().ok());
+  REQUIRE(b.quantize_weights().ok());
+  REQUIRE(a.feed("conv", ptq::stored_tensor_ref{{&unaligned[1], f.size()}, shape, "c"}).ok());
+  REQUIRE(b.feed("conv", ptq::tensor_ref{f.data(), shape, "c"}).ok());
+  CHECK(ptq::write_record(a.record().value()) == ptq::write_record(b.record().value()));
+
+  // Errors: NaN at its flat index, values that do not fill the shape, no data.
+  auto nan = batches[0];
+  nan[27] = 0x7E00;
+  auto s = make("batch_num: 1 skip_layers: \"fc\"", two_layers(false));
+  REQUIRE(s.quantize_weights().ok());
+  auto st = s.feed("conv", stored(nan));
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::non_finite);
+  CHECK(st.error().message == "conv input batch 0: NaN at flat index 27");
+  auto short_ref = stored(batches[0]);
+  short_ref.values.count = 99;
+  st = s.feed("conv", short_ref);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "conv input [2, 2, 5, 5]: has 99 values; the shape holds 100");
+  st = s.feed("conv", ptq::stored_tensor_ref{{nullptr, 100, ptq::stored_type::f16}, shape, "c"});
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "conv input (c) [2, 2, 5, 5]: no data (null pointer)");
 }

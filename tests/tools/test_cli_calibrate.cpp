@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -12,6 +14,7 @@
 
 #include "../support/run_cli.hpp"
 #include "ptq/config/api.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/record.hpp"
 
@@ -25,6 +28,51 @@ const std::string ex = PTQ_EXAMPLES_DIR;
 const std::string files = " --model " + ex + "/digits/manifest.json --weights " + ex +
                           "/digits/model.safetensors --batches " + ex +
                           "/digits/batch0.safetensors " + ex + "/digits/batch1.safetensors";
+
+/// `x` as binary16 bits, the mantissa truncated (tiny values to zero, huge ones to the
+/// largest finite value): any finite binary16 will do where the test compares with its
+/// float32 value.
+std::uint16_t truncated_half(float x) {
+  std::uint32_t b = 0;
+  std::memcpy(&b, &x, 4);
+  const auto sign = static_cast<std::uint16_t>((b >> 16) & 0x8000U);
+  const int e = static_cast<int>((b >> 23) & 0xFFU) - 112;
+  if (e <= 0)
+    return sign;
+  if (e >= 31)
+    return static_cast<std::uint16_t>(sign | 0x7BFFU);
+  return static_cast<std::uint16_t>(sign | static_cast<unsigned>(e) << 10 | ((b >> 13) & 0x3FFU));
+}
+
+/// Writes `in`'s tensors to `f16_path` as F16 (safetensors written by hand: ptq writes F32)
+/// and their float32 values to `f32_path`.
+void write_f16_batch(const std::string& in, const std::string& f16_path,
+                     const std::string& f32_path) {
+  const auto src = ptq::value_or_throw(ptq::io::read_safetensors(in));
+  std::string header = "{", data;
+  std::vector<ptq::io::named_tensor> widened;
+  for (const auto& e : src.entries) {
+    const auto t = ptq::value_or_throw(src.get(e.name));
+    std::vector<float> w(t.data.size());
+    header += (header.size() > 1 ? ",\"" : "\"") + e.name + R"(":{"dtype":"F16","shape":[)";
+    for (std::size_t d = 0; d < t.shape.size(); ++d)
+      header += (d ? "," : "") + std::to_string(t.shape[d]);
+    header += "],\"data_offsets\":[" + std::to_string(data.size()) + ",";
+    for (std::size_t i = 0; i < t.data.size(); ++i) {
+      const std::uint16_t h = truncated_half(t.data[i]);
+      data.append(reinterpret_cast<const char*>(&h), 2);
+      w[i] = ptq::half_to_float(h);
+    }
+    header += std::to_string(data.size()) + "]}";
+    widened.push_back({e.name, t.shape, std::move(w)});
+  }
+  header += "}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFFU);
+  std::ofstream(f16_path, std::ios::binary) << bytes << header << data;
+  REQUIRE(ptq::io::write_safetensors(f32_path, widened).ok());
+}
 
 }  // namespace
 
@@ -359,5 +407,30 @@ TEST_CASE("ptq calibrate's table keeps its columns for long layer names", "[cali
   for (const char* f :
        {"long_w.safetensors", "long_x.safetensors", "long.json", "long.cfg", "long_record.txt"}) {
     CHECK(std::remove(f) == 0);
+  }
+}
+
+TEST_CASE("ptq calibrate reads float16 batches: the outputs of their float32 values",
+          "[calibrate]") {
+  write_f16_batch(ex + "/digits/batch0.safetensors", "f16_b0.safetensors", "f32_b0.safetensors");
+  write_f16_batch(ex + "/digits/batch1.safetensors", "f16_b1.safetensors", "f32_b1.safetensors");
+  const std::string model = " --model " + ex + "/digits/manifest.json --weights " + ex +
+                            "/digits/model.safetensors --batches ";
+  for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
+    INFO(cfg);
+    std::string record[2];
+    for (int half = 0; half < 2; ++half) {
+      const std::string p = half ? "f16" : "f32";
+      const auto r = run("calibrate " + ex + "/configs/" + cfg + model + p + "_b0.safetensors " +
+                         p + "_b1.safetensors --quiet --record " + p + "_record.txt");
+      INFO(r.err);
+      REQUIRE(r.code == 0);
+      record[half] = ptq::value_or_throw(ptq::read_text_file(p + "_record.txt"));
+    }
+    CHECK(record[0] == record[1]);
+  }
+  for (const char* f : {"f16_b0.safetensors", "f32_b0.safetensors", "f16_b1.safetensors",
+                        "f32_b1.safetensors", "f16_record.txt", "f32_record.txt"}) {
+    std::remove(f);
   }
 }

@@ -65,6 +65,7 @@ int run_onnx_qdq(const onnx_qdq_request& request, bool quiet) {
 #if PTQ_WITH_ONNX
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -979,13 +980,18 @@ ptq::result<std::vector<onnx_qdq_layer_summary>> export_onnx_qdq(const onnx_qdq_
   ex.finish();
   if (auto st = check_onnx(mm.model.model); !st)
     return st.error();
-  std::string bytes;
-  if (!mm.model.model.SerializeToString(&bytes)) {
-    return make_error(errc::write_failed,
-                      "-o '" + r.output_path + "': the model does not serialize (over 2 GiB?)");
+  // Serialized straight into the file (protobuf's buffered stream): no copy of the model's
+  // bytes in memory. A message over 2 GiB does not serialize at all.
+  if (mm.model.model.ByteSizeLong() > static_cast<std::size_t>(INT_MAX)) {
+    return make_error(errc::write_failed, "-o '" + r.output_path +
+                                              "': the model is over 2 GiB, which ONNX's protobuf "
+                                              "cannot serialize (external data is not written)");
   }
-  if (auto st = ptq::io::write_file_atomic(r.output_path, bytes); !st)
+  if (auto st = ptq::io::write_file_atomic_with(
+          r.output_path, [&](int fd) { return mm.model.model.SerializeToFileDescriptor(fd); });
+      !st) {
     return st.error();
+  }
   return out;
 }
 

@@ -104,6 +104,8 @@ class layer_calibrator {
   void reserve_activation(std::size_t values) { observer_.reserve(values); }
   /// One activation batch (flattened).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) { return observer_.observe(x, n); }
+  /// One batch as a file stores it (float16 converted a block at a time, not as a whole copy).
+  [[nodiscard]] result<> observe(const stored_values& v) { return observer_.observe(v); }
   /// scale_d / offset_d from the batches observed.
   [[nodiscard]] result<activation_quant_result> finalize() const { return observer_.finalize(); }
 

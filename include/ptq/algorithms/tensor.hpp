@@ -13,6 +13,7 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
+#include "ptq/core/stored_values.hpp"
 #include "ptq/kernels/minmax.hpp"
 
 namespace ptq {
@@ -41,18 +42,32 @@ inline namespace PTQ_ABI_NAMESPACE {
   return 0;
 }
 
+/// The number of values a tensor of `shape` holds (1 for a scalar).
+[[nodiscard]] inline std::size_t shape_size(const std::vector<std::size_t>& shape) noexcept {
+  std::size_t n = 1;
+  for (auto d : shape)
+    n *= d;
+  return n;
+}
+
 /// A read-only, C-ordered tensor in caller memory, with a name for error messages.
 struct tensor_ref {
   const float* data = nullptr;
   std::vector<std::size_t> shape;
   std::string name = "tensor";
 
-  [[nodiscard]] std::size_t size() const noexcept {
-    std::size_t n = 1;
-    for (auto d : shape)
-      n *= d;
-    return n;
-  }
+  [[nodiscard]] std::size_t size() const noexcept { return shape_size(shape); }
+};
+
+/// A tensor_ref whose values are as a file stores them (float32 or float16, usually in a mapped
+/// file): what calibration_session::feed takes so that a float16 input is converted a block at
+/// a time, never as a float32 copy of its own.
+struct stored_tensor_ref {
+  stored_values values;
+  std::vector<std::size_t> shape;
+  std::string name = "tensor";
+
+  [[nodiscard]] std::size_t size() const noexcept { return values.count; }
 };
 
 /// A tensor_ref of a contiguous row-major container with data() and shape() (an xtensor

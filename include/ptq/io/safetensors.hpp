@@ -70,6 +70,21 @@ struct float_tensor_view {
   float_tensor_view& operator=(const float_tensor_view&) = delete;
 };
 
+/// A tensor's values as the file stores them (F32 or F16, read where they lie: float16 is
+/// converted a block at a time by whoever consumes them), or converted into `owned` (BF16, F64).
+/// `values` stays valid while the file and this view live. Move-only, as float_tensor_view.
+struct stored_tensor_view {
+  std::vector<std::size_t> shape;
+  stored_values values;
+  std::vector<float> owned;
+
+  stored_tensor_view() = default;
+  stored_tensor_view(stored_tensor_view&&) noexcept = default;
+  stored_tensor_view& operator=(stored_tensor_view&&) noexcept = default;
+  stored_tensor_view(const stored_tensor_view&) = delete;
+  stored_tensor_view& operator=(const stored_tensor_view&) = delete;
+};
+
 /// A parsed safetensors file: entries in data order, the metadata, and the file's bytes
 /// (mapped by read_safetensors, so a file is in memory once, in the page cache). Move-only.
 struct safetensors_file {
@@ -96,6 +111,10 @@ struct safetensors_file {
   /// The named tensor as float32 without a copy when it is F32 at an aligned offset (the usual
   /// case), else converted as by get(); the same errors as get().
   [[nodiscard]] result<float_tensor_view> view(std::string_view name) const;
+
+  /// The named tensor as stored when it is F32 or F16 (no copy), else converted as by get();
+  /// the same errors as get().
+  [[nodiscard]] result<stored_tensor_view> stored(std::string_view name) const;
 };
 
 namespace detail {
@@ -171,6 +190,25 @@ inline result<float_tensor_view> safetensors_file::view(std::string_view name) c
   out.shape = std::move(t.value().shape);
   out.owned = std::move(t.value().data);
   out.data = {out.owned.data(), out.owned.size()};
+  return out;
+}
+
+inline result<stored_tensor_view> safetensors_file::stored(std::string_view name) const {
+  const auto* e = find(name);
+  stored_tensor_view out;
+  if (e != nullptr && (e->dtype == "F32" || e->dtype == "F16")) {
+    out.shape = e->shape;
+    out.values = {data().data() + e->begin, e->numel(),
+                  e->dtype == "F32" ? stored_type::f32 : stored_type::f16};
+    return out;
+  }
+  auto t = get(name);
+  if (!t)
+    return t.error();
+  out.shape = std::move(t.value().shape);
+  out.owned = std::move(t.value().data);
+  out.values = {reinterpret_cast<const char*>(out.owned.data()), out.owned.size(),
+                stored_type::f32};
   return out;
 }
 

@@ -5,7 +5,9 @@
 // and every batch is observed as it was saved. The files come from any tensor source with
 // `result<T> get(std::string_view name) const` (T with `shape` and `data`), such as
 // io::safetensors_file, so this header needs no io header; a source that also has `view(name)`
-// (the same shape, `data` pointing into the source) has its read-only inputs read in place.
+// (the same shape, `data` pointing into the source) has its read-only inputs read in place, and
+// one with `stored(name)` (`shape` and `values`, a ptq::stored_values) has its float16 batches
+// converted a block at a time as they are observed.
 // Every error names the file it comes from (error::path). Depends on the session.
 #pragma once
 
@@ -82,6 +84,14 @@ struct has_view<Source,
                 std::void_t<decltype(std::declval<const Source&>().view(std::string_view{}))>>
     : std::true_type {};
 
+/// Whether Source has `stored(name)`: a result with `shape` and `values` (stored_values).
+template <class Source, class = void>
+struct has_stored : std::false_type {};
+template <class Source>
+struct has_stored<Source,
+                  std::void_t<decltype(std::declval<const Source&>().stored(std::string_view{}))>>
+    : std::true_type {};
+
 /// `s.view(name)` when Source has view(), else `s.get(name)` (a copy).
 template <class Source>
 [[nodiscard]] auto fetch_tensor(const Source& s, std::string_view name) {
@@ -91,16 +101,17 @@ template <class Source>
     return s.get(name);
 }
 
-/// Layer `layer`'s input in file `f`, read-only and in place where the source can, or an error
-/// naming the file and the tensor.
-template <class Source>
-[[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer)
-    -> decltype(fetch_tensor(*f.source, layer)) {
+/// Layer `layer`'s input in file `f`, read-only and in place where the source can (through
+/// `fetch`, by default fetch_tensor), or an error naming the file and the tensor.
+template <class Source, class Fetch = decltype(&fetch_tensor<Source>)>
+[[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer,
+                               Fetch fetch = &fetch_tensor<Source>)
+    -> decltype(fetch(*f.source, layer)) {
   if (f.source == nullptr) {
     return make_error(errc::session_call_invalid,
                       f.path + ": the batch file was not opened on this process");
   }
-  auto t = fetch_tensor(*f.source, layer);
+  auto t = fetch(*f.source, layer);
   if (!t) {
     auto e = from_file(t.error(), f.path);
     e.note = "each batch file holds every quantizable layer's input under the layer's name";
@@ -166,11 +177,22 @@ template <class Source>
     for (const auto& l : s.layers()) {
       if (!l.plan.quant_enable)
         continue;
-      auto t = layer_input(*f, l.desc.name);
-      if (!t)
-        return t.error();
-      const tensor_ref x{t.value().data.data(), t.value().shape, l.desc.name + " input"};
-      if (auto st = s.feed(l.desc.name, x); !st)
+      result<> st;
+      if constexpr (has_stored<Source>::value) {
+        auto t = layer_input(*f, l.desc.name,
+                             [](const Source& src, std::string_view n) { return src.stored(n); });
+        if (!t)
+          return t.error();
+        st = s.feed(l.desc.name,
+                    stored_tensor_ref{t.value().values, t.value().shape, l.desc.name + " input"});
+      } else {
+        auto t = layer_input(*f, l.desc.name);
+        if (!t)
+          return t.error();
+        st = s.feed(l.desc.name,
+                    tensor_ref{t.value().data.data(), t.value().shape, l.desc.name + " input"});
+      }
+      if (!st)
         return from_file(st.error(), f->path);
     }
   }

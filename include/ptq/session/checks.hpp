@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "ptq/algorithms/conv_bn_fusion.hpp"
@@ -69,7 +70,8 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// can say which file or batch it came from ("conv1 input (batch0.safetensors)"); a name that
 /// does not start with the layer's gets "<layer> input (...)" around it, so the layer is
 /// always named.
-[[nodiscard]] inline std::string input_name(const layer_desc& l, const tensor_ref& x) {
+template <class Input>  // tensor_ref or stored_tensor_ref
+[[nodiscard]] std::string input_name(const layer_desc& l, const Input& x) {
   if (x.name.empty() || x.name == "tensor")
     return l.name + " input";
   const bool named = x.name.size() > l.name.size() &&
@@ -79,8 +81,10 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 /// Checks an input tensor of layer `l` (E803, naming the layer, the tensor and the shape): data
 /// present, not empty, the rank of the layer type ([N, C, ...]; Linear: any rank >= 1), and the
-/// layer's input channels on axis 1 (Linear: the last axis).
-[[nodiscard]] inline result<> check_layer_input(const layer_desc& l, const tensor_ref& x) {
+/// layer's input channels on axis 1 (Linear: the last axis); stored values, as many as the
+/// shape holds.
+template <class Input>  // tensor_ref or stored_tensor_ref
+[[nodiscard]] result<> check_layer_input(const layer_desc& l, const Input& x) {
   const std::string at = input_name(l, x) + " " + shape_string(x.shape) + ": ";
   const auto fail = [&](const std::string& what) {
     return make_error(errc::session_input_invalid, at + what);
@@ -96,9 +100,20 @@ inline namespace PTQ_ABI_NAMESPACE {
                              : ", D, H, W") +
                 "], got rank " + std::to_string(x.shape.size()));
   }
+  if constexpr (std::is_same_v<Input, stored_tensor_ref>) {
+    if (x.values.count != shape_size(x.shape)) {
+      return fail("has " + std::to_string(x.values.count) + " values; the shape holds " +
+                  std::to_string(shape_size(x.shape)));
+    }
+  }
   if (x.size() == 0)
     return fail("empty tensor");
-  if (x.data == nullptr)
+  const void* data = nullptr;
+  if constexpr (std::is_same_v<Input, stored_tensor_ref>)
+    data = x.values.bytes;
+  else
+    data = x.data;
+  if (data == nullptr)
     return fail("no data (null pointer)");
   if (l.type == layer_type::avg_pool2d)
     return {};

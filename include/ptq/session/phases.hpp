@@ -1,7 +1,8 @@
 // The work of each session phase on one layer, as free functions: Conv+BN fusion, the DMQ
 // factors, the weight quantization (ARQ at once, AdaRound from samples) and one activation
-// batch. calibration_session (session.hpp) checks the order of the calls and reports progress;
-// these do the numbers, through the layer's calibrator (no algorithm enum is tested here).
+// batch, and the record of the calibrated layers. calibration_session (session.hpp) checks the
+// order of the calls and reports progress; these do the numbers, through the layer's
+// calibrator (no algorithm enum is tested here).
 // Depends on the algorithms and the session's layer state.
 #pragma once
 
@@ -23,6 +24,7 @@
 #include "ptq/session/ada_layer.hpp"
 #include "ptq/session/checks.hpp"
 #include "ptq/session/options.hpp"
+#include "ptq/session/record.hpp"
 #include "ptq/session/session_layer.hpp"
 
 namespace ptq {
@@ -204,10 +206,14 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 /// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`), with
 /// the search's statistics kept in `l.activation_stats` when `keep_stats`. `scratch` holds the
 /// input divided by the factors (the session's one buffer, reused over layers and batches).
-[[nodiscard]] inline result<> observe_layer_batch(session_layer& l, const tensor_ref& input,
-                                                  std::size_t batch_num, bool fp16,
-                                                  std::vector<float>& scratch,
-                                                  bool keep_stats = false) {
+/// A stored_tensor_ref input (float16, say) is converted a block at a time into what the
+/// observer keeps, or into `scratch` when it is divided first: the same numbers and errors as
+/// its float32 values.
+template <class Input>  // tensor_ref or stored_tensor_ref
+[[nodiscard]] result<> observe_layer_batch(session_layer& l, const Input& input,
+                                           std::size_t batch_num, bool fp16,
+                                           std::vector<float>& scratch, bool keep_stats = false) {
+  constexpr bool stored = std::is_same_v<Input, stored_tensor_ref>;
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const auto observe = [&](const float* x, std::size_t n) {
@@ -220,10 +226,17 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
   }
   result<> st;
   if (!l.balance_factors.empty()) {
-    scratch.assign(input.data, input.data + input.size());
+    if constexpr (stored) {
+      scratch.resize(input.size());
+      input.values.convert(0, input.size(), scratch.data());
+    } else {
+      scratch.assign(input.data, input.data + input.size());
+    }
     st = dmq_apply_to_activation(scratch.data(), input.shape, l.desc.type, l.balance_factors);
     if (st)
       st = observe(scratch.data(), scratch.size());
+  } else if constexpr (stored) {
+    st = std::visit([&](auto& c) { return c.observe(input.values); }, *l.calibrator);
   } else {
     st = observe(input.data, input.size());
   }
@@ -241,6 +254,30 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
     l.calibrator.reset();
   }
   return {};
+}
+
+/// The toolkit's record (spec §6) of calibrated `layers`: each enabled layer's scales,
+/// offsets, balance factors and types, in order (FORCE_FP16_QUANT marked when `fp16`). Every
+/// enabled layer must have its weight and activation parameters (the session's done phase).
+[[nodiscard]] inline record_file record_of_layers(const std::vector<session_layer>& layers,
+                                                  bool fp16) {
+  record_file rec;
+  for (const auto& l : layers) {
+    if (!l.plan.quant_enable)
+      continue;
+    layer_record r;
+    r.scale_d = l.activation_params->scale;
+    r.offset_d = l.activation_params->offset;
+    r.scale_w = l.weight_params->scale;
+    r.offset_w = l.weight_params->offset;
+    r.tensor_balance_factor = l.balance_factors;
+    r.act_type = "INT" + std::to_string(l.activation_params->bits);
+    r.wts_type = "INT" + std::to_string(l.weight_params->bits);
+    if (fp16)
+      r.fakequant_precision_mode = "FORCE_FP16_QUANT";
+    rec.records.push_back({l.desc.name, std::move(r)});
+  }
+  return rec;
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

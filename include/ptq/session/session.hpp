@@ -31,6 +31,7 @@
 #include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
 #include "ptq/session/layer.hpp"
+#include "ptq/session/observe_batch.hpp"
 #include "ptq/session/options.hpp"
 #include "ptq/session/phases.hpp"
 #include "ptq/session/record.hpp"
@@ -224,46 +225,14 @@ class calibration_session {
   /// session divides it by the DMQ factors and observes it; after `batch_num` batches the layer
   /// is finalized.
   [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input) {
-    session_layer* l = nullptr;
-    // Once every layer is done, a further batch is still "more than batch_num" for its layer.
-    const session_phase want =
-        phase_ == session_phase::done ? session_phase::done : session_phase::activations;
-    if (auto st = lookup(name, want, "feed", l); !st)
-      return st;
-    if (!l->plan.quant_enable) {
-      return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
-    }
-    const std::size_t batches =
-        options_.shard ? shard_batch_count(*options_.shard, plan_.batch_num) : plan_.batch_num;
-    if (l->batches_seen >= activation_passes() * batches && batches != 0) {
-      return fail(std::string(name) + ": already has its " + std::to_string(batches) +
-                  " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
-                  (activation_passes() == 2 ? " twice" : ""));
-    }
-    const auto observe = [&]() -> result<> {
-      const std::size_t b = plan_.batch_num;
-      if (options_.shard)
-        return observe_layer_batch_sharded(*l, input, b, *options_.shard, options_.kernels,
-                                           scratch_);
-      if (activation_passes() == 2)
-        return observe_layer_batch_bounded(*l, input, b, fp16_, options_.kernels, scratch_);
-      if (options_.order_invariant_histogram &&
-          activation_settings_of(*l->calibrator).algo == activation_algo::hfmg) {
-        return observe_layer_batch_invariant(*l, input, b, fp16_, options_.kernels, scratch_);
-      }
-      return observe_layer_batch(*l, input, b, fp16_, scratch_, options_.keep_search_stats);
-    };
-    if (auto st = observe(); !st)
-      return st;
-    if (options_.shard)  // sharded layers are finalized by the last exchange
-      return {};
-    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
-    const std::size_t done =
-        count_if([](const session_layer& x) { return x.activation_params.has_value(); });
-    report(session_phase::activations, l->desc.name, done, total);
-    if (done == total)
-      phase_ = session_phase::done;
-    return {};
+    return feed_batch(name, input);
+  }
+  /// feed() of values as a file stores them (float32 or float16, usually mapped): the same
+  /// numbers and errors as feed() of their float32 values. float16 is converted a block at a
+  /// time into the observer, or, in the bounded mode and when sharded, into one buffer the
+  /// session reuses.
+  [[nodiscard]] result<> feed(std::string_view name, const stored_tensor_ref& input) {
+    return feed_batch(name, input);
   }
 
   /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
@@ -322,23 +291,7 @@ class calibration_session {
                   " phase; layer '" + (p.empty() ? std::string("?") : p.front()) +
                   "' has not seen its " + std::to_string(plan_.batch_num) + " batch(es) yet");
     }
-    record_file rec;
-    for (const auto& l : layers_) {
-      if (!l.plan.quant_enable)
-        continue;
-      layer_record r;
-      r.scale_d = l.activation_params->scale;
-      r.offset_d = l.activation_params->offset;
-      r.scale_w = l.weight_params->scale;
-      r.offset_w = l.weight_params->offset;
-      r.tensor_balance_factor = l.balance_factors;
-      r.act_type = "INT" + std::to_string(l.activation_params->bits);
-      r.wts_type = "INT" + std::to_string(l.weight_params->bits);
-      if (fp16_)
-        r.fakequant_precision_mode = "FORCE_FP16_QUANT";
-      rec.records.push_back({l.desc.name, std::move(r)});
-    }
-    return rec;
+    return record_of_layers(layers_, fp16_);
   }
 
  private:
@@ -394,6 +347,39 @@ class calibration_session {
     return {};
   }
 
+  template <class Input>  // tensor_ref or stored_tensor_ref
+  [[nodiscard]] result<> feed_batch(std::string_view name, const Input& input) {
+    session_layer* l = nullptr;
+    // Once every layer is done, a further batch is still "more than batch_num" for its layer.
+    const session_phase want =
+        phase_ == session_phase::done ? session_phase::done : session_phase::activations;
+    if (auto st = lookup(name, want, "feed", l); !st)
+      return st;
+    if (!l->plan.quant_enable) {
+      return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
+    }
+    const std::size_t batches =
+        options_.shard ? shard_batch_count(*options_.shard, plan_.batch_num) : plan_.batch_num;
+    if (l->batches_seen >= activation_passes() * batches && batches != 0) {
+      return fail(std::string(name) + ": already has its " + std::to_string(batches) +
+                  " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
+                  (activation_passes() == 2 ? " twice" : ""));
+    }
+    if (auto st = observe_session_batch(*l, input, options_, plan_.batch_num, fp16_, scratch_,
+                                        converted_);
+        !st)
+      return st;
+    if (options_.shard)  // sharded layers are finalized by the last exchange
+      return {};
+    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
+    const std::size_t done =
+        count_if([](const session_layer& x) { return x.activation_params.has_value(); });
+    report(session_phase::activations, l->desc.name, done, total);
+    if (done == total)
+      phase_ = session_phase::done;
+    return {};
+  }
+
   // Reports only the layers it fuses: one in skip_fusion_layers is no fusion step.
   void fuse(std::vector<diagnostic>& diags) {
     std::size_t done = 0;
@@ -413,7 +399,8 @@ class calibration_session {
   session_phase phase_ = session_phase::fusion;
   int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
   std::vector<session_layer> layers_;
-  std::vector<float> scratch_;  ///< reused: DMQ inputs divided by factors, weights unquantized
+  std::vector<float> scratch_;    ///< reused: DMQ inputs divided by factors, weights unquantized
+  std::vector<float> converted_;  ///< reused: a stored input as float32 where it is needed whole
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -1,0 +1,75 @@
+// Phase 4's choice for one batch of a layer: the one-pass observer, the order-invariant
+// histogram, the bounded memory mode's two passes or this rank's shard, as the session's
+// options say. The input is float32 (tensor_ref) or values as a file stores them
+// (stored_tensor_ref); float16 goes a block at a time into the one-pass observer, and is
+// converted whole, into a buffer the caller reuses, only for the paths that need it so.
+// Depends on the session's per-layer phases and its activation memory modes.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ptq/algorithms/tensor.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/session/bounded_activations.hpp"
+#include "ptq/session/checks.hpp"
+#include "ptq/session/options.hpp"
+#include "ptq/session/phases.hpp"
+#include "ptq/session/session_layer.hpp"
+#include "ptq/session/sharded_activations.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+namespace detail {
+
+[[nodiscard]] inline result<tensor_ref> float_values(const layer_desc&, const tensor_ref& x,
+                                                     std::vector<float>&) {
+  return x;
+}
+
+/// Stored values as float32: in place, or converted into `converted` (after the input checks,
+/// so the conversion reads only the values the shape holds).
+[[nodiscard]] inline result<tensor_ref> float_values(const layer_desc& l,
+                                                     const stored_tensor_ref& x,
+                                                     std::vector<float>& converted) {
+  if (auto st = check_layer_input(l, x); !st)
+    return st.error();
+  const float* data = x.values.in_place();
+  if (data == nullptr) {
+    converted.resize(x.size());
+    x.values.convert(0, x.size(), converted.data());
+    data = converted.data();
+  }
+  return tensor_ref{data, x.shape, x.name};
+}
+
+}  // namespace detail
+
+/// One batch of layer `l` (of `batch_num`) observed as `o` says. `scratch` and `converted` are
+/// the caller's buffers, reused over layers and batches: the input divided by DMQ factors, and a
+/// stored input as float32.
+template <class Input>  // tensor_ref or stored_tensor_ref
+[[nodiscard]] result<> observe_session_batch(session_layer& l, const Input& input,
+                                             const session_options& o, std::size_t batch_num,
+                                             bool fp16, std::vector<float>& scratch,
+                                             std::vector<float>& converted) {
+  const bool bounded = o.activation_memory == memory_mode::bounded;
+  const bool invariant = o.order_invariant_histogram &&
+                         activation_settings_of(*l.calibrator).algo == activation_algo::hfmg;
+  if (!o.shard && !bounded && !invariant)
+    return observe_layer_batch(l, input, batch_num, fp16, scratch, o.keep_search_stats);
+  auto f = detail::float_values(l.desc, input, converted);
+  if (!f)
+    return f.error();
+  const tensor_ref& x = f.value();
+  if (o.shard)
+    return observe_layer_batch_sharded(l, x, batch_num, *o.shard, o.kernels, scratch);
+  if (bounded)
+    return observe_layer_batch_bounded(l, x, batch_num, fp16, o.kernels, scratch);
+  return observe_layer_batch_invariant(l, x, batch_num, fp16, o.kernels, scratch);
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq
