@@ -2,6 +2,7 @@
 // compiled with -fno-exceptions, both are linked into this binary. ptq's types must mangle
 // differently in the two (ptq::abi_v0_ex vs ptq::abi_v0_noex), so the linker cannot take one
 // TU's inline function body for the other's callers; user code still writes ptq::result<T>.
+// Also the first of the ODR smoke test's two TUs with the umbrella header (odr_second_tu.cpp).
 #include <ptq/ptq.hpp>
 
 #include <catch2/catch.hpp>

@@ -1,9 +1,6 @@
 // Version macros must agree with each other and with project(VERSION) in CMakeLists.txt.
+// (The ODR smoke test's two TUs with the umbrella header are test_abi.cpp and odr_second_tu.cpp.)
 #include <ptq/version.hpp>
-
-#if __has_include(<ptq/ptq.hpp>)
-#include <ptq/ptq.hpp>  // first of two TUs including the umbrella header (ODR smoke test)
-#endif
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -265,7 +265,9 @@ TEST_CASE("SIGINT and SIGTERM during AdaRound leave no files and no empty folder
 
 TEST_CASE("outputs are all or nothing: a target that turns into a folder leaves none",
           "[cli][outputs][slow]") {
-  write("mid_ada.cfg", "batch_num: 2\ncommon_config { ada_quantize { num_iteration: 3000 } }\n");
+  // Long enough (3 layers of 400 iterations, a second or more) for the mkdir after the first
+  // layer's progress line to come before the outputs.
+  write("mid_ada.cfg", "batch_num: 2\ncommon_config { ada_quantize { num_iteration: 400 } }\n");
   fresh_dir("aon");
   const auto r = shell(long_ada_then(
       "mid_ada.cfg --record aon/r.txt --quant-config aon/q.json --fake-quant-weights aon/w.st",
