@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "ptq/algorithms/stored_batch.hpp"
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
@@ -25,21 +26,21 @@ inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
 [[nodiscard]] inline result<tensor_ref> float_values(const layer_desc&, const tensor_ref& x,
-                                                     std::vector<float>&) {
+                                                     unsigned, std::vector<float>&) {
   return x;
 }
 
-/// Stored values as float32: in place, or converted into `converted` (after the input checks,
-/// so the conversion reads only the values the shape holds).
+/// Stored values as float32: in place, or converted on `threads` into `converted` (after the
+/// input checks, so the conversion reads only the values the shape holds).
 [[nodiscard]] inline result<tensor_ref> float_values(const layer_desc& l,
-                                                     const stored_tensor_ref& x,
+                                                     const stored_tensor_ref& x, unsigned threads,
                                                      std::vector<float>& converted) {
   if (auto st = check_layer_input(l, x); !st)
     return st.error();
   const float* data = x.values.in_place();
   if (data == nullptr) {
     converted.resize(x.size());
-    x.values.convert(0, x.size(), converted.data());
+    convert_stored(x.values, converted.data(), threads);
     data = converted.data();
   }
   return tensor_ref{data, x.shape, x.name};
@@ -59,8 +60,8 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   const bool invariant = o.order_invariant_histogram &&
                          activation_settings_of(*l.calibrator).algo == activation_algo::hfmg;
   if (!o.shard && !bounded && !invariant)
-    return observe_layer_batch(l, input, batch_num, fp16, scratch, o.keep_search_stats);
-  auto f = detail::float_values(l.desc, input, converted);
+    return observe_layer_batch(l, input, batch_num, fp16, o.threads, scratch, o.keep_search_stats);
+  auto f = detail::float_values(l.desc, input, o.threads, converted);
   if (!f)
     return f.error();
   const tensor_ref& x = f.value();

@@ -20,6 +20,7 @@
 #include "ptq/algorithms/conv_bn_fusion.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
+#include "ptq/algorithms/stored_batch.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/ada_layer.hpp"
 #include "ptq/session/checks.hpp"
@@ -207,11 +208,11 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 /// the search's statistics kept in `l.activation_stats` when `keep_stats`. `scratch` holds the
 /// input divided by the factors (the session's one buffer, reused over layers and batches).
 /// A stored_tensor_ref input (float16, say) is converted a block at a time into what the
-/// observer keeps, or into `scratch` when it is divided first: the same numbers and errors as
-/// its float32 values.
+/// observer keeps, or into `scratch` on `threads` when it is divided first: the same numbers and
+/// errors as its float32 values.
 template <class Input>  // tensor_ref or stored_tensor_ref
 [[nodiscard]] result<> observe_layer_batch(session_layer& l, const Input& input,
-                                           std::size_t batch_num, bool fp16,
+                                           std::size_t batch_num, bool fp16, unsigned threads,
                                            std::vector<float>& scratch, bool keep_stats = false) {
   constexpr bool stored = std::is_same_v<Input, stored_tensor_ref>;
   if (auto st = check_layer_input(l.desc, input); !st)
@@ -228,7 +229,7 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   if (!l.balance_factors.empty()) {
     if constexpr (stored) {
       scratch.resize(input.size());
-      input.values.convert(0, input.size(), scratch.data());
+      convert_stored(input.values, scratch.data(), threads);
     } else {
       scratch.assign(input.data, input.data + input.size());
     }
