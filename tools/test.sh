@@ -8,10 +8,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-tools/install-deps.sh
-
 build_dir=${PTQ_BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
+
+# The tests' real components too: ONNX Runtime (npm) goes into the build tree.
+tools/install-deps.sh --test --ort "$build_dir/ort"
 
 cmake -S . -B "$build_dir" \
   -DCMAKE_BUILD_TYPE="${PTQ_BUILD_TYPE:-Release}" \
@@ -20,6 +21,7 @@ cmake -S . -B "$build_dir" \
   -DPTQ_BUILD_TESTS=ON \
   -DPTQ_BUILD_EXAMPLES=ON \
   -DPTQ_BUILD_BENCHMARKS=ON \
+  -DPTQ_ORT_REQUIRED=ON \
   "$@"
 cmake --build "$build_dir" -j"$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j2

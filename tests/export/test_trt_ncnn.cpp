@@ -147,8 +147,9 @@ TEST_CASE("ncnn table: the spec's worked example") {
   auto r = ptq::write_ncnn_table(worked_example());
   REQUIRE(r.ok());
   CHECK(r.value() == "conv1_param_0 242.71843 257.73196 199.6008\nconv1 21.16668\n");
-  REQUIRE(r.warnings().size() == 1);
+  REQUIRE(r.warnings().size() == 2);
   CHECK(r.warnings()[0].message.rfind("layer 'conv1': ncnn-table: asymmetric activation", 0) == 0);
+  CHECK(r.warnings()[1].code == ptq::errc::export_engine_caveat);  // an 8-bit 3x3 stride-1 conv
   const auto p = parse_ncnn_table(r.value());
   CHECK(p.weights.at("conv1_param_0") ==
         std::vector<float>{1.0f / 0.00412f, 1.0f / 0.00388f, 1.0f / 0.00501f});
@@ -178,7 +179,8 @@ TEST_CASE("ncnn table: value counts per layer kind; weight lines first") {
   REQUIRE(r.ok());
   // depthwise: one per group = channel (exact); grouped: per group, the larger step (1/0.5,
   // 1/0.125); Linear: the per-tensor value replicated num_output = 4 times; 6-bit weights:
-  // 1/scale_w is 31/amax, ncnn's own 6-bit choice; ConvTranspose2d is left out.
+  // 1/scale_w as the record has it (ARQ's 31/amax, or 32/amax when the negative side
+  // dominates); ConvTranspose2d is left out.
   CHECK(r.value() ==
         "dw_param_0 4 2 8\n"
         "grouped_param_0 2 8\n"
@@ -223,7 +225,68 @@ TEST_CASE("ncnn table: needs the manifest; names ncnn would misfile are errors")
   CHECK(r.error().code == ptq::errc::export_not_representable);
   CHECK(r.error().message ==
         "layer 'block_param_1': ncnn-table: ncnn's reader files a key containing \"_param_\" as "
-        "a weight and cuts keys at whitespace or 255 bytes; rename the layer");
+        "a weight, cuts keys at whitespace and finds no weights of a name over 247 bytes "
+        "('block_param_1', 13 bytes); rename the layer");
+  // ncnn2int8 looks a layer's weights up as "<name>_param_0" in 256 bytes: 247 is the longest
+  // name it finds, 248 is cut. The key is the engine's layer name (`node`) when known.
+  for (const std::size_t n : {247, 248}) {
+    ptq::record_file one;
+    one.records.push_back(entry("fc", 0.5f, 0, {0.1f}));
+    ptq::model_manifest mf;
+    mf.layers.push_back(layer("fc", ptq::layer_type::linear, {2, 2}));
+    auto tn = ptq::make_qdq_table(one, mf);
+    REQUIRE(tn.ok());
+    tn.value().layers[0].node = std::string(n, 'x');
+    r = ptq::write_ncnn_table(tn.value());
+    CHECK(r.ok() == (n == 247));
+    if (r.ok())
+      CHECK(r.value().rfind(std::string(n, 'x') + "_param_0 10 10\n", 0) == 0);
+  }
+}
+
+TEST_CASE("ncnn table: what ncnn computes differently is said, per layer (W1221)") {
+  ptq::record_file rec;
+  rec.records.push_back(entry("k3", 0.5f, 0, {0.25f, 0.25f}));    // 3x3 stride 1, 8 bits
+  rec.records.push_back(entry("k3s2", 0.5f, 0, {0.25f, 0.25f}));  // stride 2: no Winograd
+  auto six = entry("k3six", 0.5f, 0, {0.25f, 0.25f});
+  six.value.wts_type = "INT6";  // 6-bit weights: what ncnn2table itself uses there
+  rec.records.push_back(six);
+  rec.records.push_back(entry("min", 0.5f, 0, {0.25f, 0.25f}));  // 1x1 with a code of -128
+  rec.records.push_back(entry("bn", 0.5f, 0, {0.25f, 0.25f}));   // 1x1, BatchNorm kept apart
+  ptq::model_manifest m;
+  m.layers.push_back(layer("k3", ptq::layer_type::conv2d, {2, 1, 3, 3}));
+  m.layers.push_back(layer("k3s2", ptq::layer_type::conv2d, {2, 1, 3, 3}));
+  m.layers.back().desc.conv.stride = {2, 2};
+  m.layers.push_back(layer("k3six", ptq::layer_type::conv2d, {2, 1, 3, 3}));
+  m.layers.push_back(layer("min", ptq::layer_type::conv2d, {2, 2, 1, 1}));
+  m.layers.back().desc.weight(1, 0, 0, 0) = -32.0f;  // -32 / 0.25 = -128
+  m.layers.back().desc.weight(1, 1, 0, 0) = -31.9f;  // rounds to -128 too
+  m.layers.back().desc.weight(0, 1, 0, 0) = -31.8f;  // -127.2: -127
+  m.layers.push_back(layer("bn", ptq::layer_type::conv2d, {2, 1, 1, 1}));
+  ptq::batch_norm_params bn;
+  bn.weight = bn.bias = bn.running_mean = bn.running_var = {1.0f, 1.0f};
+  m.layers.back().desc.batch_norm = bn;
+  ptq::qdq_options kept;
+  kept.skip_fusion_layers = {"bn"};
+  auto t = ptq::make_qdq_table(rec, m, kept);
+  REQUIRE(t.ok());
+  auto r = ptq::write_ncnn_table(t.value());
+  REQUIRE(r.ok());
+  CHECK(messages(r.warnings()) ==
+        std::vector<std::string>{
+            "warning: layer 'k3': ncnn-table: 8-bit weights on a 3x3 stride-1 convolution: ncnn "
+            "runs it with int8 Winograd F43, which can overflow with full-range weights "
+            "(ncnn2table quantizes such layers to 6 bits); calibrate it with quant_bits: 6 "
+            "[W1221]\n",
+            "warning: layer 'min': ncnn-table: 2 weight code(s) of -128, which ncnn clamps to "
+            "-127 (the weight moves by one step) [W1221]\n",
+            "warning: layer 'bn': ncnn-table: its BatchNorm is kept apart (skip_fusion_layers or "
+            "do_fusion: false): ncnnoptimize folds it into the convolution, whose folded weights "
+            "these scales were not taken on; convert without ncnnoptimize, or let calibration "
+            "fold it [W1221]\n"});
+  ptq::export_options strict;  // an engine's caveat is no loss of the file: not an error
+  strict.strict = true;
+  CHECK(ptq::write_ncnn_table(t.value(), strict).ok());
 }
 
 TEST_CASE("ncnn table: strict turns a left-out layer into an error and writes nothing") {

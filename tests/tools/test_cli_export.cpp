@@ -183,7 +183,7 @@ TEST_CASE("ptq export: wrong inputs are clear errors and write nothing", "[expor
     CHECK(r.code == 2);
     CHECK(r.err ==
           "ptq export: error: unknown format 'trt' [E1207]\nnote: the formats are trt-cache, "
-          "ncnn-table, aimet-0.6.1, aimet-1.0.0, amct-deploy, qdq-json\n");
+          "ncnn-table, aimet-0.6.1, aimet-1.0.0, amct-deploy, qdq-json, onnx-qdq, onnx\n");
   }
   SECTION("ncnn-table without the model") {
     const auto r = ptq_test::run_cli("export --format ncnn-table --record " + golden +
@@ -236,7 +236,13 @@ TEST_CASE("ptq calibrate --export: a bad value is a usage error before any work"
   CHECK_FALSE(exists("exp_r.cache"));
   r = ptq_test::run_cli("calibrate --quiet --export onnx-qdq=exp_q.onnx");
   CHECK(r.code == 2);
-  CHECK(r.err.find("--export 'onnx-qdq=exp_q.onnx': onnx-qdq rewrites a float ONNX model; after "
-                   "calibrating, run ptq export --format onnx-qdq --onnx MODEL.onnx --record "
-                   "RECORD --model MANIFEST --config CONFIG -o OUT") != std::string::npos);
+  CHECK(r.err.find("--export 'onnx-qdq=exp_q.onnx': onnx-qdq rewrites the float ONNX model of "
+                   "your model; give it with --onnx MODEL.onnx") != std::string::npos);
+  r = ptq_test::run_cli("calibrate --quiet --onnx model.onnx");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--onnx is read by --export only: add --export FORMAT=OUT") !=
+        std::string::npos);
+  r = ptq_test::run_cli("calibrate --quiet --export onnx-qdq:tvm=exp_q.onnx");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("the engines of onnx-qdq are onnxruntime and tensorrt") != std::string::npos);
 }

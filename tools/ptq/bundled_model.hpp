@@ -197,16 +197,24 @@ inline ptq::result<batch_tensor> forward(const ptq::model_manifest& model,
   return out;
 }
 
-/// The share of rows whose largest logit is at the label.
-[[nodiscard]] inline double accuracy(const batch_tensor& logits, const std::vector<float>& labels) {
-  std::size_t right = 0;
+/// The class of each row: the index of its largest logit (the first of equal ones).
+[[nodiscard]] inline std::vector<int> predictions(const batch_tensor& logits) {
   const std::size_t n = logits.shape[0], k = logits.shape[1];
+  std::vector<int> out(n);
   for (std::size_t b = 0; b < n; ++b) {
     const float* row = logits.data.data() + b * k;
-    const std::size_t best = static_cast<std::size_t>(std::max_element(row, row + k) - row);
-    right += static_cast<float>(best) == labels[b];
+    out[b] = static_cast<int>(std::max_element(row, row + k) - row);
   }
-  return static_cast<double>(right) / static_cast<double>(n);
+  return out;
+}
+
+/// The share of `predicted` classes equal to their label.
+[[nodiscard]] inline double accuracy(const std::vector<int>& predicted,
+                                     const std::vector<float>& labels) {
+  std::size_t right = 0;
+  for (std::size_t b = 0; b < predicted.size(); ++b)
+    right += static_cast<float>(predicted[b]) == labels[b];
+  return static_cast<double>(right) / static_cast<double>(predicted.size());
 }
 
 /// The bundled model and its data.
@@ -223,6 +231,10 @@ struct bundled_result {
   ptq::record_file record;
   double fp32_accuracy = 0.0;
   double quant_accuracy = 0.0;
+  /// Each test image's class, FP32 and fake-quantized (an engine's int8 model is checked
+  /// against these, image for image).
+  std::vector<int> fp32_predictions;
+  std::vector<int> quant_predictions;
   /// Per layer (model order): the SQNR in dB of each quantized layer's quantize-dequantized
   /// input on the test set; NaN for layers that are not quantized.
   std::vector<double> activation_sqnr_db;
@@ -245,7 +257,8 @@ inline ptq::result<bundled_result> calibrate_bundled(ptq::calibration_session& s
   auto logits = forward(m.model, fp32, m.test, threads);
   if (!logits)
     return logits.error();
-  out.fp32_accuracy = accuracy(logits.value(), m.test_labels);
+  out.fp32_predictions = predictions(logits.value());
+  out.fp32_accuracy = accuracy(out.fp32_predictions, m.test_labels);
   const auto current = [&] {
     std::vector<const ptq::layer_desc*> v;
     for (const auto& l : s.layers())
@@ -352,7 +365,8 @@ inline ptq::result<bundled_result> calibrate_bundled(ptq::calibration_session& s
       });
   if (!qlogits)
     return qlogits.error();
-  out.quant_accuracy = accuracy(qlogits.value(), m.test_labels);
+  out.quant_predictions = predictions(qlogits.value());
+  out.quant_accuracy = accuracy(out.quant_predictions, m.test_labels);
   return out;
 }
 

@@ -36,6 +36,7 @@ struct calibrate_args {
   std::string report;                ///< --report: the HTML page
   std::string report_json;           ///< --report-json
   std::vector<std::string> exports;  ///< --export FORMAT=OUT (export_files.hpp)
+  std::string onnx;  ///< --onnx: the float ONNX model the exports key by and rewrite
   std::uint64_t seed = 0;
   unsigned threads = 0;
   std::string memory = "one-pass";  ///< --memory: one-pass or bounded (docs/scale-out.md)
@@ -189,17 +190,40 @@ inline nlohmann::ordered_json json_rows(const std::vector<row>& rows) {
   return out;
 }
 
+/// The bundled model's accuracy on its test split, FP32 and fake-quantized, and each image's
+/// class.
+struct test_accuracy {
+  double fp32 = 0.0;
+  double quant = 0.0;
+  const std::vector<int>* fp32_predictions = nullptr;
+  const std::vector<int>* quant_predictions = nullptr;
+};
+
+/// The path each --export wrote, as "FORMAT PATH" pairs.
+[[nodiscard]] inline std::vector<std::pair<std::string, std::string>> export_targets(
+    const calibrate_args& a) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& spec : a.exports) {
+    const auto eq = spec.find('=');
+    out.emplace_back(spec.substr(0, spec.find_first_of(":=")), spec.substr(eq + 1));
+  }
+  return out;
+}
+
 inline int report(const calibrate_args& a, const ptq::calibration_session& s,
-                  const std::vector<double>& asqnr, const double* fp32, const double* quant,
-                  double seconds) {
+                  const std::vector<double>& asqnr, const test_accuracy* acc, double seconds) {
   const auto rows = table_rows(s, asqnr);
+  const double* fp32 = acc ? &acc->fp32 : nullptr;
+  const double* quant = acc ? &acc->quant : nullptr;
   if (a.json) {
     nlohmann::ordered_json j;
     j["layers"] = json_rows(rows);
-    if (fp32)
-      j["fp32_accuracy"] = *fp32;
-    if (quant)
-      j["quantized_accuracy"] = *quant;
+    if (acc) {
+      j["fp32_accuracy"] = acc->fp32;
+      j["quantized_accuracy"] = acc->quant;
+      j["fp32_predictions"] = *acc->fp32_predictions;
+      j["quantized_predictions"] = *acc->quant_predictions;
+    }
     j["ada_seed"] = a.seed;
     j["outputs"] = {{"record", a.record},
                     {"quant_config", a.quant_config},
@@ -208,6 +232,8 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
       j["outputs"]["report"] = a.report;
     if (!a.report_json.empty())
       j["outputs"]["report_json"] = a.report_json;
+    for (const auto& [format, path] : export_targets(a))
+      j["outputs"]["exports"][format] = path;
     std::cout << j.dump(2) << '\n';
     return ptq_cli::exit_ok;
   }
@@ -234,6 +260,9 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
     std::cout << "report:             " << a.report << '\n';
   if (!a.report_json.empty())
     std::cout << "report JSON:        " << a.report_json << '\n';
+  for (const auto& [format, path] : export_targets(a))
+    std::cout << "export " << format << ": "
+              << std::string(format.size() < 11 ? 11 - format.size() : 1, ' ') << path << '\n';
   std::cout << "calibrated in " << std::setprecision(3) << seconds << " s\n";
   return ptq_cli::exit_ok;
 }

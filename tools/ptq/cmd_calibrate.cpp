@@ -80,11 +80,28 @@ std::vector<named_path> outputs_of(const calibrate_args& a) {
   return out;
 }
 
-/// The contents of every requested output.
+/// How the session ran each layer, for the ONNX exports: the fake-quantized (and fused,
+/// balanced) weights of the quantized layers, the fused float weights of the others it fused.
+ptq_cli::calibration_layers calibration_of(const ptq::calibration_session& s) {
+  ptq_cli::calibration_layers out;
+  for (const auto& l : s.layers()) {
+    if (!l.plan.quant_enable && !l.fused)
+      continue;
+    ptq_cli::calibrated_layer c;
+    c.fused = l.fused;
+    c.weight.assign(l.desc.weight.begin(), l.desc.weight.end());
+    if (l.desc.bias)
+      c.bias.assign(l.desc.bias->begin(), l.desc.bias->end());
+    out.emplace(l.desc.name, std::move(c));
+  }
+  return out;
+}
+
+/// The contents of every requested output. `manifest_path` names the manifest of `model`.
 ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
     const calibrate_args& a, const ptq::calibration_session& s, const ptq::record_file& rec,
     const ptq::io::safetensors_file& weights, const ptq::model_manifest& model,
-    const ptq_cli::report_context& report) {
+    const std::string& manifest_path, const ptq_cli::report_context& report) {
   std::vector<ptq_cli::output_file> out;
   if (auto st = ptq_cli::add_report_outputs(a, s, report, out); !st)
     return st.error();
@@ -106,7 +123,20 @@ ptq::result<std::vector<ptq_cli::output_file>> render_outputs(
                    std::move(pieces.data),
                    std::move(tensors)});
   }
-  if (auto st = ptq_cli::add_exports(a.exports, rec, model, s.plan(), out); !st)
+  ptq_cli::calibration_layers layers;
+  ptq_cli::onnx_sources onnx;
+  if (!a.onnx.empty()) {
+    layers = calibration_of(s);
+    onnx.onnx_path = a.onnx;
+    onnx.manifest_path = manifest_path;
+    onnx.record_path = "the run's record";
+    onnx.record = &rec;
+    onnx.calibration = &layers;
+    onnx.run_manifest = &model;
+  }
+  if (auto st = ptq_cli::add_exports(a.exports, rec, model, s.plan(),
+                                     a.onnx.empty() ? nullptr : &onnx, out);
+      !st)
     return ptq::result<std::vector<ptq_cli::output_file>>(st.diagnostics());
   return out;
 }
@@ -205,6 +235,8 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
        {"model.safetensors", "manifest.json", "calib.safetensors", "test.safetensors"}) {
     inputs.push_back({"the bundled data", (digits / f).string()});
   }
+  if (!a.onnx.empty())
+    inputs.push_back({"--onnx", a.onnx});
   const auto cfg = ptq_cli::load_config(a.config, "calibrate");
   if (!cfg)
     return ptq_cli::exit_error;
@@ -252,16 +284,17 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
       ptq_cli::bundled_report_context(a, s, model.value(), res, cfg->text, 32, threads, kernels);
   if (!rc)
     return fail(rc.error());
-  auto files =
-      render_outputs(a, s, res.record, model.value().weights, model.value().model, rc.value());
+  auto files = render_outputs(a, s, res.record, model.value().weights, model.value().model,
+                              (digits / "manifest.json").string(), rc.value());
   if (!files)
     return fail(files.error());
   if (auto st = ptq_cli::commit_outputs(files.value()); !st)
     return fail(st.error());
   folder.keep = true;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return ptq_cli::report(a, s, res.activation_sqnr_db, &res.fp32_accuracy, &res.quant_accuracy,
-                         secs);
+  const ptq_cli::test_accuracy acc{res.fp32_accuracy, res.quant_accuracy, &res.fp32_predictions,
+                                   &res.quant_predictions};
+  return ptq_cli::report(a, s, res.activation_sqnr_db, &acc, secs);
 }
 
 using batch_source = ptq::named_source<ptq::io::safetensors_file>;
@@ -274,6 +307,8 @@ std::vector<named_path> file_inputs(const calibrate_args& a) {
     in.push_back({"--batches", b});
   if (!a.ada_data.empty())
     in.push_back({"--ada-data", a.ada_data});
+  if (!a.onnx.empty())
+    in.push_back({"--onnx", a.onnx});
   return in;
 }
 
@@ -391,7 +426,7 @@ ptq::result<opened_batches> open_batches(const calibrate_args& a, std::size_t co
 /// nothing.
 ptq::result<> write_outputs(const calibrate_args& a, const ptq::calibration_session& s,
                             const model_files& f, const ptq::file_calibration& r) {
-  auto out = render_outputs(a, s, r.record, f.weights, f.model,
+  auto out = render_outputs(a, s, r.record, f.weights, f.model, a.model,
                             ptq_cli::files_report_context(a, s, r, f.cfg.text));
   if (!out)
     return out.error();
@@ -436,7 +471,7 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   timer.lap("outputs");
   if (a.timings)
     std::cerr << timer.line() << '\n';
-  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
+  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, seconds_since(t0));
 }
 
 #if PTQ_WITH_MPI
@@ -494,7 +529,7 @@ int run_files_mpi(const calibrate_args& a, ptq::session_options opt,
     return fail_all(all.error());
   if (!root)
     return ptq_cli::exit_ok;
-  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, nullptr, seconds_since(t0));
+  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, seconds_since(t0));
 }
 #endif
 
@@ -538,12 +573,15 @@ const ptq_cli::register_command reg{
        sub.add_option("--fake-quant-weights", a->fake_quant_weights,
                       "write the fake-quantized weights (.safetensors) here");
        sub.add_option("--export", a->exports,
-                      "also export the record: FORMAT=OUT (repeatable; trt-cache:VERSION=OUT; "
-                      "docs/export.md)")
+                      "also export the record: FORMAT=OUT (repeatable; trt-cache:VERSION=OUT, "
+                      "onnx-qdq[:ENGINE]=OUT and onnx=OUT with --onnx; docs/export.md)")
            ->check([](const std::string& v) {
              auto r = ptq_cli::parse_export_spec(v);
              return r ? std::string() : r.error().message;
            });
+       sub.add_option("--onnx", a->onnx,
+                      "the model as float ONNX: --export writes onnx-qdq and onnx models from it "
+                      "and keys the other formats by its calibrated graph (docs/deploy.md)");
        sub.add_option("--ada-data", a->ada_data,
                       "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
                       "under the layer's name (dim 0 is the sample axis)");
@@ -600,6 +638,16 @@ const ptq_cli::register_command reg{
          if (a->mpi && a->model.empty())
            return fail_usage(
                "--mpi shards a model from files: give --model, --weights and --batches");
+         if (!a->onnx.empty() && a->exports.empty())
+           return fail_usage("--onnx is read by --export only: add --export FORMAT=OUT");
+         for (const auto& spec : a->exports) {
+           const auto r = ptq_cli::parse_export_spec(spec);
+           if (r && ptq_cli::is_onnx_model_format(r->format) && a->onnx.empty()) {
+             return fail_usage("--export '" + spec + "': " + r->format +
+                               " rewrites the float ONNX model of your model; give it with "
+                               "--onnx MODEL.onnx");
+           }
+         }
          ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
            if (!a->ada_data.empty()) {

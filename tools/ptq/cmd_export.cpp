@@ -4,6 +4,7 @@
 // written atomically. Lossy conversions are warnings on stderr (errors with --strict).
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,7 +13,7 @@
 #include "config_io.hpp"
 #include "export_files.hpp"
 #include "input_files.hpp"
-#include "onnx_qdq.hpp"
+#include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/config/diagnostics.hpp"
 #include "ptq/io/safetensors.hpp"
@@ -28,8 +29,13 @@ struct export_args {
   std::string weights;
   std::string output;
   std::string config;
-  std::string onnx;  ///< --onnx: onnx-qdq's input model; the ONNX names for the other formats
+  std::string onnx;  ///< --onnx: the ONNX exports' input model; the table formats' names
   bool uint8_activations = false;
+  std::string activations;  ///< --activations uint8|int8 (onnx-qdq)
+  std::string weight_type;  ///< --weight-type uint8|int8 (onnx-qdq: 8-bit weights)
+  std::string placement;    ///< --placement fused|inputs (onnx-qdq)
+  std::string engine;       ///< --engine onnxruntime|tensorrt (onnx-qdq)
+  std::string dmq;          ///< --dmq fold|exact (ONNX exports, tables keyed by --onnx)
   std::string trt_version;
   std::string calibrator = "EntropyCalibration2";
   bool strict = false;
@@ -48,6 +54,11 @@ int fail_all(const std::vector<ptq::error>& diags) {
       std::cerr << "ptq export: " << ptq::format_error(d);
   }
   return ptq_cli::exit_error;
+}
+
+int usage(const std::string& message) {
+  std::cerr << "ptq export: error: " << message << '\n';
+  return ptq_cli::exit_usage;
 }
 
 /// Without --config the deployed bias of a layer with a BatchNorm assumes the fusion default:
@@ -75,26 +86,125 @@ bool warn_assumed_fusion(const export_args& a, std::string_view format, const pt
   return !a.strict;
 }
 
-int run_export(const export_args& a) {
-  if (a.format == "onnx-qdq") {  // a model to model export: onnx_qdq.cpp
-    if (a.onnx.empty() || !a.weights.empty()) {
-      std::cerr << "ptq export: error: onnx-qdq reads --onnx MODEL.onnx (and its weights from it, "
-                   "not from --weights)\n";
-      return ptq_cli::exit_usage;
+/// The ONNX options of the command line; usage errors name the option.
+ptq::result<ptq_cli::onnx_export_options> onnx_options(const export_args& a, bool qdq) {
+  ptq_cli::onnx_export_options o;
+  const auto bad = [](const std::string& m) {
+    return ptq::make_error(ptq::errc::export_option_invalid, m);
+  };
+  if (!qdq) {
+    for (const auto* opt : {&a.activations, &a.placement, &a.engine, &a.weight_type}) {
+      if (!opt->empty())
+        return bad(
+            "--engine, --placement, --activations and --weight-type are options of "
+            "onnx-qdq only");
     }
-    return ptq_cli::run_onnx_qdq(
-        {a.onnx, a.record, a.model, a.config, a.output, a.uint8_activations}, false);
+    if (a.uint8_activations)
+      return bad("--uint8-activations is an option of onnx-qdq only");
   }
+  if (a.engine == "tensorrt") {
+    o.engine = ptq_cli::qdq_engine::tensorrt;
+    o.placement = ptq_cli::qdq_placement::inputs;
+    o.unsigned_activations = false;
+    o.unsigned_8bit_weights = false;
+  } else if (!a.engine.empty() && a.engine != "onnxruntime") {
+    return bad("--engine '" + a.engine + "': the engines are onnxruntime and tensorrt");
+  }
+  if (a.placement == "inputs")
+    o.placement = ptq_cli::qdq_placement::inputs;
+  else if (a.placement == "fused")
+    o.placement = ptq_cli::qdq_placement::fused;
+  else if (!a.placement.empty())
+    return bad("--placement '" + a.placement + "': the placements are fused and inputs");
+  const std::string dtype = a.uint8_activations ? "uint8" : a.activations;
+  if (a.uint8_activations && !a.activations.empty() && a.activations != "uint8")
+    return bad("--uint8-activations and --activations " + a.activations + " disagree");
+  if (dtype == "uint8")
+    o.unsigned_activations = true;
+  else if (dtype == "int8")
+    o.unsigned_activations = false;
+  else if (!dtype.empty())
+    return bad("--activations '" + dtype + "': the activation types are uint8 and int8");
+  if (a.weight_type == "uint8")
+    o.unsigned_8bit_weights = true;
+  else if (a.weight_type == "int8")
+    o.unsigned_8bit_weights = false;
+  else if (!a.weight_type.empty())
+    return bad("--weight-type '" + a.weight_type + "': the weight types are uint8 and int8");
+  if (o.engine == ptq_cli::qdq_engine::tensorrt &&
+      (o.unsigned_activations || o.unsigned_8bit_weights))
+    return bad(
+        "--engine tensorrt takes int8 activations and weights with zero point 0, not "
+        "uint8");
+  if (a.dmq == "exact")
+    o.dmq = ptq_cli::dmq_mode::exact;
+  else if (!a.dmq.empty() && a.dmq != "fold")
+    return bad("--dmq '" + a.dmq + "': the DMQ forms are fold and exact");
+  o.strict = a.strict;
+  return o;
+}
+
+/// `--format onnx-qdq` and `--format onnx`: a model to model export (onnx/export.cpp).
+int run_onnx_export(const export_args& a) {
+  const bool qdq = a.format == "onnx-qdq";
+  if (a.onnx.empty() || !a.weights.empty()) {
+    return usage(a.format +
+                 " reads --onnx MODEL.onnx (and its weights from it, not from "
+                 "--weights)");
+  }
+  auto options = onnx_options(a, qdq);
+  if (!options)
+    return usage(options.error().message);
+  std::vector<ptq_cli::named_path> inputs = {{"--onnx", a.onnx}, {"--record", a.record}};
+  if (!a.model.empty())
+    inputs.push_back({"--model", a.model});
+  if (!a.config.empty())
+    inputs.push_back({"--config", a.config});
+  if (auto st = ptq_cli::check_outputs({{"-o", a.output}}, inputs); !st)
+    return fail(st.error());
+  auto text = ptq_cli::read_text_input(a.record, "--record");
+  if (!text)
+    return fail(text.error());
+  auto rec = ptq::try_parse_record(text.value());
+  if (!rec) {
+    std::cerr << ptq::format_diagnostics(rec.diagnostics(), text.value(), a.record);
+    return ptq_cli::exit_error;
+  }
+  ptq_cli::onnx_sources src;
+  src.onnx_path = a.onnx;
+  src.manifest_path = a.model;
+  src.record_path = a.record;
+  src.record = &rec.value();
+  src.config_path = a.config;
+  auto out =
+      ptq_cli::export_onnx_model(src, a.format, options.value(), {"-o", a.output}, "ptq export");
+  if (!out)
+    return fail_all(out.diagnostics());
+  if (auto st = ptq_cli::commit_outputs({out->file}); !st)
+    return fail(st.error());
+  for (const auto& line : out->summary)
+    std::cout << line << '\n';
+  std::cout << "wrote " << a.output << '\n';
+  return ptq_cli::exit_ok;
+}
+
+int run_export(const export_args& a) {
+  if (a.format == "onnx-qdq" || a.format == "onnx")
+    return run_onnx_export(a);
   const auto* format = ptq::find_export_format(a.format);
   if (!format) {
     std::cerr << "ptq export: " << ptq::format_error(ptq_cli::unknown_format(a.format));
     return ptq_cli::exit_usage;
   }
-  if (a.model.empty() != a.weights.empty()) {
-    std::cerr << "ptq export: error: --model and --weights go together (the manifest names "
-                 "tensors of the weights file)\n";
-    return ptq_cli::exit_usage;
-  }
+  if (a.model.empty() != a.weights.empty())
+    return usage(
+        "--model and --weights go together (the manifest names tensors of the weights "
+        "file)");
+  auto options = onnx_options(a, false);
+  if (!options)
+    return usage(options.error().message);
+  if (!a.dmq.empty() && a.onnx.empty())
+    return usage("--dmq applies to the ONNX graph: give --onnx, or leave --dmq out");
   if (format->needs_model && a.model.empty()) {
     return fail(ptq::make_error(ptq::errc::export_needs_model,
                                 a.format + " needs the layer types and output-channel counts; give "
@@ -107,10 +217,12 @@ int run_export(const export_args& a) {
     inputs.push_back({"--model", a.model});
     inputs.push_back({"--weights", a.weights});
   }
+  if (!a.onnx.empty())
+    inputs.push_back({"--onnx", a.onnx});
   if (auto st = ptq_cli::check_outputs({{"-o", a.output}}, inputs); !st)
     return fail(st.error());
   for (const auto& in : inputs) {
-    auto st = in.option == "--weights"
+    auto st = in.option == "--weights" || in.option == "--onnx"
                   ? ptq_cli::check_tensor_file(in.path, in.option.c_str())
                   : ptq_cli::check_input_file(in.path, in.option.c_str(), ptq_cli::max_text_bytes);
     if (!st)
@@ -124,8 +236,18 @@ int run_export(const export_args& a) {
     std::cerr << ptq::format_diagnostics(rec.diagnostics(), text.value(), a.record);
     return ptq_cli::exit_error;
   }
+  std::optional<ptq_cli::loaded_config> cfg;
+  if (!a.config.empty()) {
+    cfg = ptq_cli::load_config(a.config, "export");
+    if (!cfg)
+      return ptq_cli::exit_error;
+  }
   ptq::result<ptq::qdq_table> table;
+  std::optional<ptq::model_manifest> model;
   if (a.model.empty()) {
+    if (auto st = ptq_cli::check_record_complete(rec.value(), a.record, nullptr, nullptr, a.config);
+        !st)
+      return fail(st.error());
     table = ptq::make_qdq_table(rec.value());
   } else {
     auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
@@ -134,37 +256,45 @@ int run_export(const export_args& a) {
     auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
     if (!manifest_text)
       return fail(manifest_text.error());
-    auto model = ptq::parse_manifest(manifest_text.value(), weights.value());
-    if (!model) {
-      auto e = model.error();
+    auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
+    if (!parsed) {
+      auto e = parsed.error();
       e.path = a.model;
       return fail(e);
     }
+    model = std::move(parsed).value();
+    if (auto st = ptq_cli::check_record_complete(rec.value(), a.record, &*model,
+                                                 cfg ? &cfg->parsed.value() : nullptr, a.config);
+        !st)
+      return fail(st.error());
     // The record does not say which BatchNorms the calibration fused; the config does.
     ptq::qdq_options o;
-    if (!a.config.empty()) {
-      const auto cfg = ptq_cli::load_config(a.config, "export");
-      if (!cfg)
-        return ptq_cli::exit_error;
+    if (cfg) {
       const auto& c = cfg->parsed.value();
       o.fuse_batch_norm = c.do_fusion.value_or(ptq::defaults::do_fusion);
       for (const auto& n : c.skip_fusion_layers)
         o.skip_fusion_layers.push_back(n.value);
     }
-    table = ptq::make_qdq_table(rec.value(), model.value(), o);
-    if (table && a.config.empty() &&
-        !warn_assumed_fusion(a, format->name, table.value(), model.value()))
+    table = ptq::make_qdq_table(rec.value(), *model, o);
+    if (table && a.config.empty() && !warn_assumed_fusion(a, format->name, table.value(), *model))
       return ptq_cli::exit_error;
   }
   if (!table)
     return fail_all(table.diagnostics());
-  if (!a.onnx.empty()) {  // key by the ONNX model's tensor names
+  if (!a.onnx.empty()) {  // key by the calibrated graph's names
     if (a.model.empty()) {
       return fail(ptq::make_error(ptq::errc::export_needs_model,
-                                  "--onnx needs --model: the manifest's weight names find each "
-                                  "layer's node"));
+                                  "--onnx needs --model and --weights: the manifest's weight "
+                                  "names find each layer's node"));
     }
-    if (auto st = ptq_cli::apply_onnx_names(table.value(), a.onnx, a.model); !st)
+    ptq_cli::onnx_sources src;
+    src.onnx_path = a.onnx;
+    src.manifest_path = a.model;
+    src.record_path = a.record;
+    src.record = &rec.value();
+    src.config_path = a.config;
+    src.run_manifest = &*model;
+    if (auto st = ptq_cli::key_table_to_onnx(table.value(), src, options.value()); !st)
       return fail(st.error());
   }
   ptq_cli::export_request req{a.format, a.output, {}};
@@ -188,8 +318,7 @@ const ptq_cli::register_command reg{
            "are the manifest's: the layer name for its activation, the weight tensor's name for "
            "parameters. Lossy conversions are reported per layer (W1220); --strict makes them "
            "errors. The output is written atomically, and not at all on an error.");
-       sub.add_option("--format", a->format,
-                      "one of: " + ptq_cli::export_format_list() + ", onnx-qdq")
+       sub.add_option("--format", a->format, "one of: " + ptq_cli::export_format_list())
            ->required();
        sub.add_option("--record", a->record, "the record file (ptq calibrate --record)")
            ->required();
@@ -200,10 +329,23 @@ const ptq_cli::register_command reg{
                       "the calibration's simple config: which BatchNorms were fused (the "
                       "deployed bias)");
        sub.add_option("--onnx", a->onnx,
-                      "onnx-qdq: the float ONNX model to quantize; other formats: key by its "
-                      "tensor names");
-       sub.add_flag("--uint8-activations", a->uint8_activations,
-                    "onnx-qdq: activation zero points as uint8 (offset_d + 128), not int8");
+                      "onnx-qdq, onnx: the float ONNX model; other formats: key by the names "
+                      "of its calibrated graph (docs/deploy.md)");
+       sub.add_option("--engine", a->engine,
+                      "onnx-qdq: onnxruntime (default: uint8, fused placement) or tensorrt "
+                      "(int8, zero points 0, inputs placement)");
+       sub.add_option("--placement", a->placement,
+                      "onnx-qdq: fused (Q/DQ also on the outputs an int8 kernel needs) or "
+                      "inputs (the layers' inputs and weights only)");
+       sub.add_option("--activations", a->activations,
+                      "onnx-qdq: the activation type, uint8 (zero point offset_d + 128) or int8");
+       sub.add_flag("--uint8-activations", a->uint8_activations, "onnx-qdq: --activations uint8");
+       sub.add_option("--weight-type", a->weight_type,
+                      "onnx-qdq: 8-bit weights as uint8 with zero point 128 (onnxruntime's "
+                      "default: no int16 saturation in its x86 kernels) or int8");
+       sub.add_option("--dmq", a->dmq,
+                      "ONNX graphs: fold (1/b into the producing layer where the graph allows "
+                      "it, default) or exact (a Div before each DMQ layer)");
        sub.add_flag("--strict", a->strict, "a lossy conversion is an error");
        sub.add_option("--trt-version", a->trt_version,
                       "trt-cache: TensorRT's version as its cache header writes it (8601 for "

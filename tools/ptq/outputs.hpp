@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -159,7 +160,9 @@ inline void cleanup_folder_on_signal(const std::string& dir) {
 
 /// An output's target and contents. A large output (the fake-quantized weights) is written
 /// from its tensors: `contents` holds its header, `data` views of the values that `keep` owns,
-/// written after it without being joined into one buffer.
+/// written after it without being joined into one buffer. An output that serializes itself
+/// (an ONNX model) gives `write`, which writes it into the file descriptor from what `keep`
+/// owns and returns false (errno set) on failure.
 struct output_file {
   output_file(named_path t, std::string c) : target(std::move(t)), contents(std::move(c)) {}
   output_file(named_path t, std::string header, std::vector<std::string_view> views,
@@ -168,11 +171,14 @@ struct output_file {
         contents(std::move(header)),
         data(std::move(views)),
         keep(std::move(owner)) {}
+  output_file(named_path t, std::function<bool(int)> writer, std::shared_ptr<const void> owner)
+      : target(std::move(t)), keep(std::move(owner)), write(std::move(writer)) {}
 
   named_path target;
   std::string contents;
   std::vector<std::string_view> data;
   std::shared_ptr<const void> keep;
+  std::function<bool(int)> write;
 };
 
 namespace detail {
@@ -185,10 +191,15 @@ namespace detail {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail("cannot create");
+  errno = 0;
   bool written = ptq::io::detail::write_all(fd, o.contents);
   for (std::size_t i = 0; written && i < o.data.size(); ++i)
     written = ptq::io::detail::write_all(fd, o.data[i]);
+  if (written && o.write)
+    written = o.write(fd);
   if (!written) {
+    if (errno == 0)
+      errno = EIO;
     auto e = fail("cannot write");
     ::close(fd);
     return e;

@@ -123,12 +123,16 @@
   X(export_needs_model, 1206)             \
   X(export_unknown_format, 1207)          \
   X(export_option_invalid, 1208)          \
+  X(export_record_incomplete, 1209)       \
   X(export_lossy, 1220)                   \
+  X(export_engine_caveat, 1221)           \
   X(onnx_unavailable, 1250)               \
   X(onnx_model_invalid, 1251)             \
   X(onnx_layer_unmatched, 1252)           \
   X(onnx_unsupported, 1253)               \
   X(onnx_fusion_unknown, 1254)            \
+  X(onnx_dmq_divide, 1255)                \
+  X(onnx_layer_float, 1256)               \
   X(report_session_incomplete, 1301)      \
   X(report_stats_missing, 1302)           \
   X(report_input_invalid, 1303)           \

@@ -37,6 +37,8 @@ namespace detail {
   for (const auto& l : t.layers) {
     nlohmann::json j;
     j["name"] = l.name;
+    if (!l.node.empty())
+      j["node"] = l.node;
     if (l.type)
       j["type"] = std::string(to_string(*l.type));
     const auto& a = l.activation;

@@ -4,7 +4,7 @@
 // read from a record and, where known, the model manifest. Every exporter (TensorRT cache, ncnn
 // table, AIMET encodings, AMCT deploy numbers, ONNX QDQ) starts from this table, so the checks
 // of the record against the model happen once. Plain aggregates; additions only.
-// Depends on the session (record, manifest); standard library otherwise.
+// Depends on the session (record, manifest) and the algorithms' BatchNorm fusion and DMQ.
 #pragma once
 
 #include <cmath>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ptq/algorithms/conv_bn_fusion.hpp"
+#include "ptq/algorithms/dmq.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
 #include "ptq/detail/find.hpp"
@@ -73,7 +74,10 @@ struct qdq_weight {
 
 /// One quantized layer of the table.
 struct qdq_layer {
-  std::string name;                ///< the record key (manifest layer name)
+  std::string name;  ///< the record key (manifest layer name)
+  /// The layer's name in the engine's own model, for formats keyed by it (ncnn's layer name:
+  /// the ONNX node's name after onnx2ncnn); empty: `name`.
+  std::string node;
   std::optional<layer_type> type;  ///< known with a manifest
   std::size_t cout = 0;            ///< output channels (0: unknown)
   std::size_t cin = 0;             ///< input channels (0: unknown)
@@ -87,6 +91,14 @@ struct qdq_layer {
   /// The bias the deployed layer runs with: the manifest's, fused with its BatchNorm unless
   /// fusion is off for the layer (qdq_options). Empty: none or unknown.
   std::vector<float> bias;
+  /// Known with a manifest: the conv's stride, padding, dilation and groups, the kernel size
+  /// (the weight's dims after the first two), whether a BatchNorm follows the layer unfused, and
+  /// how many weight codes are at qmin (-128 for 8 bits: an engine that clamps to ±127 moves
+  /// them).
+  conv_attributes conv;
+  std::vector<std::size_t> kernel;
+  bool kept_batch_norm = false;
+  std::size_t weight_codes_at_qmin = 0;
 };
 
 /// The whole table, layers in the manifest's order (the record's without a manifest).
@@ -98,6 +110,9 @@ struct qdq_table {
         return &l;
     }
     return nullptr;
+  }
+  [[nodiscard]] qdq_layer* find(std::string_view name) noexcept {
+    return const_cast<qdq_layer*>(static_cast<const qdq_table&>(*this).find(name));
   }
 };
 
@@ -137,6 +152,25 @@ namespace detail {
 /// (`[Cin, Cout/g, k...]`), everything else 0 (Linear `[Cout, Cin]` is ONNX Gemm with transB=1).
 [[nodiscard]] constexpr int weight_axis(layer_type t) noexcept {
   return t == layer_type::conv_transpose1d || t == layer_type::conv_transpose2d ? 1 : 0;
+}
+
+/// How many of the weight's codes (the weight its scales were taken on: fused, balanced) are
+/// at qmin, per output channel as the layer's scales go.
+inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::vector<float>& v) {
+  if (v.empty() || l.cout == 0 || v.size() % l.cout != 0)
+    return;
+  const bool transpose =
+      l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d;
+  const std::size_t n = v.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t c = i / (n / l.cout);
+    if (transpose) {  // [Cin, Cout/g, k...]: AMCT's Cout index g·(Cout/g) + j
+      const std::size_t per = n / (w.shape[0] * w.shape[1]), ci = i / (w.shape[1] * per);
+      c = (ci / (w.shape[0] / l.groups)) * w.shape[1] + (i / per) % w.shape[1];
+    }
+    const float s = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
+    l.weight_codes_at_qmin += std::nearbyint(v[i] / s) <= static_cast<float>(w.qmin);
+  }
 }
 
 [[nodiscard]] inline result<qdq_layer> table_layer(const record_entry& e, const manifest_layer* m,
@@ -241,17 +275,30 @@ namespace detail {
     w.shape.assign(m->desc.weight.shape().begin(), m->desc.weight.shape().end());
     if (m->desc.bias)
       l.bias.assign(m->desc.bias->begin(), m->desc.bias->end());
+    l.conv = m->desc.conv;
+    l.kernel.assign(
+        w.shape.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(w.shape.size())),
+        w.shape.end());
     bool fuse = opt.fuse_batch_norm && m->desc.batch_norm.has_value();
     for (const auto& s : opt.skip_fusion_layers)
       fuse = fuse && s != name;
+    std::vector<float> wv(m->desc.weight.begin(), m->desc.weight.end());
     if (fuse) {
-      const std::vector<float> wv(m->desc.weight.begin(), m->desc.weight.end());
       auto f = fuse_conv_bn(wv, l.bias, l.cout, *m->desc.batch_norm, name);
       if (!f)
         return export_error(errc::export_shape_mismatch, name, f.error().message);
-      if (is_finite(f.value()))  // the toolkit skips a fusion that is not finite (W606)
+      if (is_finite(f.value())) {  // the toolkit skips a fusion that is not finite (W606)
         l.bias = std::move(f.value().bias);
+        wv = std::move(f.value().weight);
+      } else {
+        fuse = false;
+      }
     }
+    l.kept_batch_norm = m->desc.batch_norm.has_value() && !fuse;
+    if (!l.dmq_factors.empty() &&
+        !dmq_apply_to_weight(wv.data(), w.shape, m->desc.type, m->desc.conv.groups, l.dmq_factors))
+      wv.clear();  // a factor count that does not fit was reported above
+    count_codes_at_qmin(l, w, wv);
   }
   l.weight = std::move(w);
   return l;

@@ -3,7 +3,9 @@
     test_onnx_digits.py PTQ QDQ_CODES EXAMPLES_DIR
 
 For each config: ptq calibrate (record, fake-quantized weights, its quantized accuracy), then
-the export, then
+the exact export (--placement inputs --dmq exact: Q/DQ on the layers' inputs and weights only,
+the DMQ Div, BatchNorms as calibrated; the engine-fusable default is checked in a real engine
+by the ort_* tests), then
 - python3-onnx's checker (full_check) and strict shape inference accept the model;
 - the NumPy evaluator's test accuracy equals ptq calibrate's, image for image in count;
 - every weight's int8 codes, dequantized (and divided back by the DMQ factors), are ptq's
@@ -51,8 +53,8 @@ def check_config(ptq, helper, examples, cfg, expect_accuracy=None):
     out_u8 = os.path.join(work, "qdq_u8.onnx")
     base = [ptq, "export", "--format", "onnx-qdq", "--onnx", os.path.join(digits, "model.onnx"),
             "--record", record, "--model", os.path.join(digits, "manifest.json"),
-            "--config", cfg]
-    run(base + ["-o", out])
+            "--config", cfg, "--placement", "inputs", "--dmq", "exact"]
+    run(base + ["-o", out, "--activations", "int8", "--weight-type", "int8"])
     run(base + ["-o", out_u8, "--uint8-activations"])
     check(not [f for f in os.listdir(work) if ".tmp." in f], "a temporary file was left")
     m = check_model(out)
@@ -101,6 +103,22 @@ def check_config(ptq, helper, examples, cfg, expect_accuracy=None):
               f"{layer}: uint8 codes are not the int8 codes + 128")
         layers_checked.append(layer)
 
+    # uint8 weights (the default --weight-type of onnxruntime for 8-bit weights): the same
+    # grid, codes and zero point shifted by 128, so the dequantized weights are the same.
+    inits8 = initializers(m8)
+    for dq in [n for n in m8.graph.node if n.op_type == "DequantizeLinear"
+               and n.input[0].endswith(".weight_quantized")]:
+        c8, z8 = inits8[dq.input[0]], inits8[dq.input[2]]
+        c = inits[dq.input[0]]
+        if c8.dtype == np.uint8:
+            check(np.all(z8 == 128), f"{dq.input[0]}: a uint8 weight zero point is not 128")
+            check(np.array_equal(c8.astype(np.int32) - 128, c.astype(np.int32)),
+                  f"{dq.input[0]}: uint8 codes are not the int8 codes + 128")
+        else:
+            check(c8.dtype == np.int8 and np.array_equal(c8, c), f"{dq.input[0]}: codes differ")
+        check(np.array_equal(env8[dq.output[0]], env[dq.output[0]]),
+              f"{dq.input[0]}: the uint8 weights dequantize differently")
+
     weights_checked = []
     for dq in [n for n in m.graph.node if n.op_type == "DequantizeLinear"
                and n.input[0].endswith(".weight_quantized")]:
@@ -140,7 +158,8 @@ def check_config(ptq, helper, examples, cfg, expect_accuracy=None):
 
 
 def check_onnx_names(ptq, examples):
-    """--onnx with another format: entries keyed by the ONNX model's tensor names."""
+    """--onnx with another format: entries keyed by the calibrated graph's tensor names (conv1's
+    and fc's inputs through their DMQ Div, conv2's DMQ folded into bn1)."""
     work = tmpdir()
     digits = os.path.join(examples, "digits")
     cfg = os.path.join(examples, "configs", "quant.cfg")
@@ -155,7 +174,7 @@ def check_onnx_names(ptq, examples):
         enc = json.load(f)
     acts = [e["name"] for e in enc["activation_encodings"]]
     params = [e["name"] for e in enc["param_encodings"]]
-    check(acts == ["images", "/relu1/Relu_output_0", "/Flatten_output_0"],
+    check(acts == ["conv1_input_balanced", "/relu1/Relu_output_0", "fc_input_balanced"],
           f"--onnx activation names {acts}")
     check(params == ["conv1.weight", "conv2.weight", "fc.weight"], f"--onnx weight names {params}")
     print("--onnx: aimet-1.0.0 keys by the ONNX tensor names " + ", ".join(acts + params))

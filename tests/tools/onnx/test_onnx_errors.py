@@ -74,7 +74,8 @@ def main():
            "note: weights of the model: 'conv1.weight' (/conv1/Conv), 'conv2.weight' "
            "(/conv2/Conv), 'fc.weight' (/fc/Gemm)\n")
 
-    # A manifest weight that is an initializer, but no Conv/Gemm reads it as its weight.
+    # A weight read through an Identity (torch shares equal initializers so) is the layer's
+    # weight: the export quantizes it and drops the Identity with the float weight.
     m = onnx.load("model.onnx")
     for n in m.graph.node:
         if n.op_type == "Gemm":
@@ -87,11 +88,33 @@ def main():
     del m.graph.node[:]
     m.graph.node.extend(nodes)
     onnx.save(m, "indirect.onnx")
-    expect(export(onnx_path="indirect.onnx"),
+    run(export(onnx_path="indirect.onnx"))
+    q = onnx.load("out.onnx")
+    check(not [n for n in q.graph.node if n.op_type == "Identity"], "the Identity stayed")
+    check("fc.weight" not in {t.name for t in q.graph.initializer}, "the float weight stayed")
+    os.remove("out.onnx")
+
+    # A weight that reaches its node through another op is not the layer's weight.
+    m = onnx.load("model.onnx")
+    for n in m.graph.node:
+        if n.op_type == "Gemm":
+            tr = onnx.helper.make_node("Transpose", ["fc.weight"], ["fc_weight_t"],
+                                       name="/fc/Transpose", perm=[1, 0])
+            n.input[1] = "fc_weight_t"
+            for a in n.attribute:
+                if a.name == "transB":
+                    a.i = 0
+    nodes = list(m.graph.node)
+    gemm = next(i for i, n in enumerate(nodes) if n.op_type == "Gemm")
+    nodes.insert(gemm, tr)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    onnx.save(m, "transposed.onnx")
+    expect(export(onnx_path="transposed.onnx"),
            "ptq export: error: layer 'fc': no Conv, ConvTranspose, Gemm or MatMul node of "
-           "'indirect.onnx' reads the weight initializer 'fc.weight' [E1252]\n"
+           "'transposed.onnx' reads the weight 'fc.weight' [E1252]\n"
            "note: weights of the model: 'conv1.weight' (/conv1/Conv), 'conv2.weight' "
-           "(/conv2/Conv), 'fc_weight_copy' (/fc/Gemm)\n")
+           "(/conv2/Conv), 'fc_weight_t' (/fc/Gemm)\n")
 
     expect(export(config=None),
            "ptq export: error: layer 'conv1', 'conv2' has a BatchNorm; whether calibration "
@@ -101,9 +124,19 @@ def main():
     shutil.copy(os.path.join(examples, "configs", "digits_ada.cfg"), "ada.cfg")
     expect(export(config="ada.cfg"),
            "ptq export: error: --config 'ada.cfg': layer 'conv1' is quantized by AdaRound "
-           "(ada_quantize), whose learned rounding the record does not hold; onnx-qdq would "
-           "round its weights to nearest [E1253]\nnote: export the ARQ layers only, or use the "
-           "fake-quantized weights of ptq calibrate --fake-quant-weights in the float model\n")
+           "(ada_quantize), whose learned rounding the record does not hold; ptq export would "
+           "round its weights to nearest [E1253]\nnote: export from ptq calibrate ... --onnx "
+           "MODEL --export onnx-qdq=OUT, which has the learned weights\n")
+
+    shutil.copy(os.path.join(examples, "configs", "quant_hfmg.cfg"), "hfmg.cfg")
+    expect(export(config="hfmg.cfg"),
+           "ptq export: error: --record 'record.txt' has no entry for layer 'pool', which "
+           "--config 'hfmg.cfg' quantizes [E1209]\nnote: export the record of the calibration "
+           "that ran with this config\n")
+    open("empty.txt", "w").close()
+    expect(export(record="empty.txt"),
+           "ptq export: error: --record 'empty.txt' holds no layer [E1209]\nnote: export the "
+           "record ptq calibrate --record wrote\n")
 
     m = onnx.load("model.onnx")
     m.opset_import[0].version = 11

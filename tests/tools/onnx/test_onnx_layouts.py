@@ -77,9 +77,13 @@ def main():
     with open("record.txt", "w") as f:
         f.write(entry("c", 0.02, -37, sc, balance=bc) + entry("t", 0.05, 5, st) +
                 entry("m", 0.1, 0, sm, balance=bm) + entry("g", 0.25, 3, sg, wts="INT4"))
-    run([ptq, "export", "--format", "onnx-qdq", "--onnx", "model.onnx", "--record", "record.txt",
-         "--model", "manifest.json", "-o", "qdq.onnx"])
+    exact = [ptq, "export", "--format", "onnx-qdq", "--onnx", "model.onnx", "--record",
+             "record.txt", "--model", "manifest.json", "--placement", "inputs", "--dmq", "exact"]
+    run(exact + ["-o", "qdq.onnx", "--activations", "int8", "--weight-type", "int8"])
+    run(exact + ["-o", "qdq_u8.onnx"])  # onnxruntime's default: uint8 8-bit weights
     m = check_model("qdq.onnx")
+    m8 = check_model("qdq_u8.onnx")
+    inits8 = {t.name: nh.to_array(t) for t in m8.graph.initializer}
     inits = {t.name: nh.to_array(t) for t in m.graph.initializer}
     dqs = {n.input[0]: n for n in m.graph.node if n.op_type == "DequantizeLinear"}
 
@@ -95,6 +99,12 @@ def main():
         check(np.array_equal(codes, want_codes),
               f"{name}: {int((codes != want_codes).sum())} codes differ from the hand-derived")
         check(name not in inits, f"{name}: the float initializer is still in the model")
+        c8, z8 = inits8[n.input[0]], inits8[n.input[2]]
+        if c8.dtype == np.uint8:  # 8 bits: the same grid shifted by 128
+            check(np.all(z8 == 128) and np.array_equal(c8.astype(np.int32) - 128, codes),
+                  f"{name}: uint8 codes are not the int8 codes + 128")
+        else:  # fewer bits stay int8
+            check(c8.dtype == np.int8 and np.array_equal(c8, codes), f"{name}: codes differ")
 
     def codes(x, s, lo=-128, hi=127):
         return np.clip(np.rint(f32(x) / s), lo, hi).astype(np.int8)

@@ -1,0 +1,93 @@
+// The fused placement's demands (placement.hpp).
+#include "placement.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+namespace ptq_cli::onnx_tool {
+
+namespace {
+
+/// Ops whose output codes are their input's codes moved or dropped (the engine runs them on
+/// int8 values, or removes the Q/DQ pair around them).
+[[nodiscard]] bool keeps_codes(const std::string& op) {
+  static const std::set<std::string> ops = {"Relu",    "Clip",      "MaxPool",
+                                            "Flatten", "Reshape",   "Transpose",
+                                            "Squeeze", "Unsqueeze", "Identity"};
+  return ops.count(op) != 0;
+}
+
+[[nodiscard]] bool averages(const std::string& op) {
+  return op == "AveragePool" || op == "GlobalAveragePool";
+}
+
+/// The largest of a Div's constant divisors when they are all finite and positive; 0 else.
+[[nodiscard]] float largest_divisor(const graph_view& v, const onnx::NodeProto& div) {
+  if (div.input_size() != 2)
+    return 0.0f;
+  const auto* c = v.constant(div.input(1));
+  if (c == nullptr)
+    return 0.0f;
+  auto values = float_values(*c, "");
+  if (!values || values->data.empty())
+    return 0.0f;
+  float top = 0.0f;
+  for (const float b : values->data) {
+    if (!(b > 0.0f) || !std::isfinite(b))
+      return 0.0f;
+    top = std::max(top, b);
+  }
+  return top;
+}
+
+/// Whether `x` may be quantized for `reader` alone: it is read by nothing else.
+[[nodiscard]] bool only_reader(const graph_view& v, const std::string& x) {
+  return v.consumers(x).size() == 1 && !v.is_graph_output(x) && !v.is_graph_input(x) &&
+         v.constant(x) == nullptr;
+}
+
+}  // namespace
+
+void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes,
+                        demand_map& demands) {
+  std::deque<std::string> queue;
+  for (const auto& [tensor, list] : demands)
+    queue.push_back(tensor);
+  const auto derive = [&](const std::string& x, const qdq_params& p, int reader) {
+    if (!only_reader(view, x) || demands.count(x))
+      return;
+    demands[x].push_back({p, reader, false});
+    queue.push_back(x);
+  };
+  while (!queue.empty()) {
+    const std::string t = queue.front();
+    queue.pop_front();
+    const int u = view.producer(t);
+    if (u < 0 || layer_nodes.count(u))
+      continue;  // a graph input, or a quantized layer: its output is quantized here
+    const qdq_params p = demands.at(t).front().params;
+    const auto& n = view.node(u);
+    const std::string& op = n.op_type();
+    if (n.input_size() == 0 || n.output_size() != 1)
+      continue;
+    if (op == "Relu" && p.zero_point == p.qmin())
+      continue;  // Relu -> Q: the engine drops the Relu and fuses the producer with the Q
+    if (keeps_codes(op) || averages(op)) {
+      derive(n.input(0), p, u);
+    } else if (op == "Div") {
+      if (const float top = largest_divisor(view, n); top > 0.0f) {
+        qdq_params scaled = p;
+        scaled.scale = p.scale * top;
+        derive(n.input(0), scaled, u);
+      }
+    } else if (op == "Add") {
+      for (const auto& x : n.input()) {
+        if (view.constant(x) == nullptr)
+          derive(x, p, u);
+      }
+    }
+  }
+}
+
+}  // namespace ptq_cli::onnx_tool

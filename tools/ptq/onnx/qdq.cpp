@@ -1,0 +1,275 @@
+// The QDQ model (qdq.hpp).
+#include "qdq.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "placement.hpp"
+
+namespace ptq_cli::onnx_tool {
+
+using ptq::errc;
+using ptq::make_error;
+
+namespace {
+
+[[nodiscard]] qdq_params activation_params(const ptq::qdq_activation& a) {
+  qdq_params p;
+  p.scale = a.scale;
+  p.zero_point = a.zero_point;
+  p.is_unsigned = a.dtype == ptq::qdq_dtype::uint8;
+  return p;
+}
+
+onnx::NodeProto& add_qdq_node(graph_edit& ed, const char* op, const std::string& base,
+                              const std::string& x, const std::string& scale, const std::string& zp,
+                              const std::string& y, std::optional<int> axis) {
+  auto& n = ed.add_node(op, base, {x, scale, zp}, {y});
+  if (axis) {
+    auto* a = n.add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(*axis);
+  }
+  return n;
+}
+
+/// Scale and zero-point initializers of one activation grid, named after `base`.
+std::pair<std::string, std::string> add_grid(graph_edit& ed, const std::string& base,
+                                             const qdq_params& p) {
+  const std::string scale =
+      ed.add_initializer(base + "_scale", onnx::TensorProto::FLOAT, {}, &p.scale, sizeof p.scale);
+  if (p.is_unsigned) {
+    const auto z = static_cast<std::uint8_t>(p.zero_point);
+    return {scale, ed.add_initializer(base + "_zero_point", onnx::TensorProto::UINT8, {}, &z, 1)};
+  }
+  const auto z = static_cast<std::int8_t>(p.zero_point);
+  return {scale, ed.add_initializer(base + "_zero_point", onnx::TensorProto::INT8, {}, &z, 1)};
+}
+
+/// The layer's weight as int8 codes (uint8 with zero point 128 when `as_uint8`) and a
+/// DequantizeLinear; returns the axis (-1: per tensor).
+[[nodiscard]] ptq::result<int> quantize_weight(graph_edit& ed, int node_index,
+                                               const deployed_layer& d, bool as_uint8) {
+  auto& node = *ed.graph().mutable_node(node_index);
+  const auto& m = *d.manifest;
+  const auto& qw = *d.table->weight;
+  const std::string at = "layer '" + m.desc.name + "': ";
+  if (qw.dtype != ptq::qdq_dtype::int8) {
+    return make_error(errc::onnx_unsupported,
+                      at + std::to_string(qw.bits) +
+                          "-bit weights do not fit the int8 container of a DequantizeLinear");
+  }
+  const auto ch = channels_of(m);
+  const auto& sw = qw.scales;
+  const auto& cs = d.channel_scale;
+  const bool per_channel = sw.size() > 1 || !cs.empty();
+  const bool transpose = weight_is_k_by_n(node);
+  const bool conv_transpose = node.op_type() == "ConvTranspose";
+  if (per_channel && conv_transpose && m.desc.conv.groups > 1) {
+    return make_error(errc::onnx_unsupported,
+                      at + "a ConvTranspose with group " + std::to_string(m.desc.conv.groups) +
+                          " and per-channel scales: its Cout is not one axis of the weight "
+                          "(spec §4.3)");
+  }
+  std::vector<float> scales(per_channel ? ch.cout : 1);
+  for (std::size_t c = 0; c < scales.size(); ++c)
+    scales[c] = sw[sw.size() == 1 ? 0 : c] * (cs.empty() ? 1.0f : cs[c]);
+  std::vector<std::int64_t> dims(d.weight_shape.begin(), d.weight_shape.end());
+  std::vector<std::int8_t> codes = d.codes;
+  if (transpose) {  // back to the model's K × N
+    const std::size_t n = d.weight_shape[0], k = d.weight_shape[1];
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t i = 0; i < k; ++i)
+        codes[i * n + j] = d.codes[j * k + i];
+    }
+    dims = {static_cast<std::int64_t>(k), static_cast<std::int64_t>(n)};
+  }
+  const std::string& base = d.weight;
+  const int type = as_uint8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  if (as_uint8) {  // the same grid shifted by 128: the bytes of c + 128
+    for (auto& c : codes)
+      c = static_cast<std::int8_t>(static_cast<std::uint8_t>(c + 128));
+  }
+  const std::string q =
+      ed.add_initializer(base + "_quantized", type, dims, codes.data(), codes.size());
+  const std::vector<std::int64_t> sdims =
+      per_channel ? std::vector<std::int64_t>{static_cast<std::int64_t>(scales.size())}
+                  : std::vector<std::int64_t>{};
+  const std::string s = ed.add_floats(base + "_scale", sdims, scales);
+  const std::vector<std::uint8_t> zeros(scales.size(), as_uint8 ? 128 : 0);
+  const std::string z =
+      ed.add_initializer(base + "_zero_point", type, sdims, zeros.data(), zeros.size());
+  const int axis = conv_transpose || transpose ? 1 : 0;
+  const std::string dq = ed.unique(base + "_dequantized");
+  add_qdq_node(ed, "DequantizeLinear", base + "_DequantizeLinear", q, s, z, dq,
+               per_channel ? std::optional<int>(axis) : std::nullopt);
+  ed.release(node.input(1));
+  node.set_input(1, dq);
+  return per_channel ? axis : -1;
+}
+
+/// Moves a Gemm's bias into an Add after it: ONNX Runtime runs a Gemm with a float output as
+/// an int8 kernel only without a float bias.
+void move_gemm_bias(graph_edit& ed, int node_index) {
+  auto& node = *ed.graph().mutable_node(node_index);
+  if (node.op_type() != "Gemm" || node.input_size() < 3 || node.input(2).empty())
+    return;
+  if (find_attribute(node, "beta") != nullptr && find_attribute(node, "beta")->f() != 1.0f)
+    return;  // a scaled bias stays where it is (torch writes beta 1)
+  const std::string bias = node.input(2);
+  const std::string y = node.output(0);
+  const std::string before = ed.unique(y + "_before_bias");
+  node.mutable_input()->RemoveLast();
+  node.set_output(0, before);
+  ed.add_node("Add", node.name() + "_bias", {before, bias}, {y});
+}
+
+/// Whether `tensor` is quantized where it leaves its node: directly, or after the one Relu that
+/// reads it when the grid starts at its zero point (the engine drops that Relu).
+[[nodiscard]] bool quantized_after(const graph_view& v, const demand_map& demands,
+                                   const std::string& tensor) {
+  if (demands.count(tensor))
+    return true;
+  const auto& users = v.consumers(tensor);
+  if (users.size() != 1 || v.is_graph_output(tensor))
+    return false;
+  const auto& n = v.node(users.front().node);
+  if (n.op_type() != "Relu" || !demands.count(n.output(0)))
+    return false;
+  const auto& p = demands.at(n.output(0)).front().params;
+  return p.zero_point == p.qmin();
+}
+
+struct qdq_group {
+  qdq_params params;
+  bool calibrated = false;
+  std::vector<int> readers;
+  std::string dq;
+};
+
+}  // namespace
+
+ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
+                                                       const qdq_form& form,
+                                                       std::vector<ptq::error>& warnings) {
+  const qdq_placement placement = form.placement;
+  auto& g = *model.model.model.mutable_graph();
+  const graph_view view(g);
+  graph_edit ed(g);
+  std::vector<qdq_layer_summary> out;
+  demand_map demands;
+  std::set<int> layer_nodes;
+  std::map<int, std::string> layer_of_node;
+  for (const auto& d : model.layers) {
+    const int node = view.producer(d.output);
+    const auto& act = d.table->activation;
+    const std::string& name = d.manifest->desc.name;
+    if (act.bits != 8) {
+      return make_error(errc::onnx_unsupported,
+                        "layer '" + name + "': " + std::to_string(act.bits) +
+                            "-bit activations need ONNX opset 21 (int4/int16 QDQ), which "
+                            "this exporter does not write; it writes int8/uint8");
+    }
+    qdq_layer_summary s;
+    s.layer = name;
+    s.node = d.node;
+    s.activation = d.input;
+    s.fused_batch_norm = d.fused_batch_norm;
+    s.folded_kept_batch_norm = d.folded_kept_batch_norm;
+    s.dmq = d.dmq_divided               ? "Div"
+            : d.dmq_folded_into.empty() ? ""
+                                        : "folded into " + d.dmq_folded_into;
+    if (d.table->weight) {
+      const bool as_uint8 = form.unsigned_8bit_weights && d.table->weight->bits == 8;
+      auto axis = quantize_weight(ed, node, d, as_uint8);
+      if (!axis)
+        return axis.error();
+      s.weight = d.weight;
+      s.weight_axis = axis.value();
+      s.unsigned_weight = as_uint8;
+    }
+    demands[d.input].push_back({activation_params(act), node, true});
+    layer_nodes.insert(node);
+    layer_of_node[node] = name;
+    out.push_back(std::move(s));
+  }
+  if (placement == qdq_placement::fused)
+    add_fusion_demands(view, layer_nodes, demands);
+
+  for (const auto& [tensor, list] : demands) {
+    // uint8 grids are shared by their readers; int8 ones get a pair each (ONNX Runtime's
+    // x86 int8-to-uint8 rewrite handles one reader per QuantizeLinear only).
+    std::vector<qdq_group> groups;
+    for (const auto& dm : list) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const qdq_group& gr) {
+        return dm.params.is_unsigned && gr.params == dm.params;
+      });
+      if (it == groups.end()) {
+        groups.push_back({dm.params, dm.calibrated, {}, {}});
+        it = groups.end() - 1;
+      }
+      it->readers.push_back(dm.consumer);
+    }
+    for (auto& gr : groups) {
+      const auto layer = layer_of_node.find(gr.readers.front());
+      const std::string base =
+          gr.calibrated && layer != layer_of_node.end() ? layer->second + "_input" : tensor;
+      const auto [scale, zp] = add_grid(ed, base, gr.params);
+      const std::string q = ed.unique(base + "_quantized");
+      gr.dq = ed.unique(base + "_dequantized");
+      add_qdq_node(ed, "QuantizeLinear", base + "_QuantizeLinear", tensor, scale, zp, q,
+                   std::nullopt);
+      add_qdq_node(ed, "DequantizeLinear", base + "_DequantizeLinear", q, scale, zp, gr.dq,
+                   std::nullopt);
+      for (const int r : gr.readers) {
+        auto& n = *g.mutable_node(r);
+        for (int k = 0; k < n.input_size(); ++k) {
+          if (n.input(k) == tensor)
+            n.set_input(k, gr.dq);
+        }
+      }
+    }
+    if (placement != qdq_placement::fused)
+      continue;
+    // A residual Add (or Mul, Concat) whose output is quantized reads the quantized tensor too,
+    // so it runs as one int8 kernel.
+    for (const auto& use : view.consumers(tensor)) {
+      const auto& n = view.node(use.node);
+      const bool quantized_op =
+          n.op_type() == "Add" || n.op_type() == "Mul" || n.op_type() == "Concat";
+      if (quantized_op && n.output_size() == 1 && demands.count(n.output(0)) &&
+          g.node(use.node).input(use.input) == tensor)
+        g.mutable_node(use.node)->set_input(use.input, groups.front().dq);
+    }
+  }
+
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    const auto& d = model.layers[i];
+    const int node = view.producer(d.output);
+    const auto& op = view.node(node).op_type();
+    if (placement != qdq_placement::fused) {
+      out[i].output = "float";
+    } else if (quantized_after(view, demands, d.output)) {
+      out[i].output = "quantized";
+    } else if (op == "Gemm" || op == "MatMul") {
+      move_gemm_bias(ed, node);
+      out[i].output = "float";
+    } else {
+      out[i].output = "float";
+      warnings.push_back(ptq::error(
+          errc::onnx_layer_float, ptq::severity::warning,
+          "layer '" + d.manifest->desc.name + "': no quantized layer reads its output '" +
+              d.output + "', so an int8 engine runs its " + op +
+              " in float (only a Gemm or MatMul can end in float); quantize the layer that "
+              "consumes it, or keep this one in float with skip_layers"));
+    }
+  }
+  ed.finish();
+  return out;
+}
+
+}  // namespace ptq_cli::onnx_tool
