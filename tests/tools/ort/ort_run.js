@@ -63,7 +63,13 @@ async function main() {
     fs.writeFileSync(`${outPrefix}.${name.replace(/[^A-Za-z0-9_.-]/g, '_')}.f32`, Buffer.from(f.buffer));
     summary.outputs[name] = {dims: t.dims, type: t.type};
   }
-  if (opt.profile) summary.profile = session.endProfiling();
+  if (opt.profile) {
+    session.endProfiling();  // the file is PREFIX_<date>.json in the working directory
+    const dir = path.dirname(path.resolve(opt.profile));
+    const base = path.basename(opt.profile);
+    summary.profile = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json'))
+                          .map((f) => path.join(dir, f)).sort().pop();
+  }
   process.stdout.write(JSON.stringify(summary) + '\n');
 }
 

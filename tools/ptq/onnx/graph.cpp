@@ -91,6 +91,30 @@ ptq::result<> check_model(const onnx::ModelProto& m) {
   return {};
 }
 
+tensor_shapes infer_tensor_shapes(const onnx::ModelProto& m) {
+  tensor_shapes out;
+  onnx::ModelProto copy = m;
+  try {
+    onnx::shape_inference::InferShapes(copy);
+  } catch (const std::exception&) {
+    return out;
+  }
+  const auto add = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+      return;
+    auto& dims = out[v.name()];
+    for (const auto& d : v.type().tensor_type().shape().dim())
+      dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  };
+  for (const auto& v : copy.graph().input())
+    add(v);
+  for (const auto& v : copy.graph().value_info())
+    add(v);
+  for (const auto& v : copy.graph().output())
+    add(v);
+  return out;
+}
+
 ptq::result<tensor_values> float_values(const onnx::TensorProto& t, const std::string& path) {
   tensor_values out;
   std::size_t n = 1;

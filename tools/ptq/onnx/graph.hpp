@@ -37,6 +37,11 @@ struct model_file {
 /// ONNX's checker and strict shape inference, as python3-onnx's check_model(full_check=True).
 [[nodiscard]] ptq::result<> check_model(const onnx::ModelProto& m);
 
+/// The dims of every tensor ONNX's shape inference types (graph inputs, outputs, value_info),
+/// -1 for a dimension it leaves symbolic. Empty when inference fails.
+using tensor_shapes = std::map<std::string, std::vector<std::int64_t>>;
+[[nodiscard]] tensor_shapes infer_tensor_shapes(const onnx::ModelProto& m);
+
 /// A float32 tensor in C order (what parse_manifest reads a weight as).
 struct tensor_values {
   std::vector<std::size_t> shape;

@@ -18,8 +18,29 @@ namespace {
   return ops.count(op) != 0;
 }
 
-[[nodiscard]] bool averages(const std::string& op) {
-  return op == "AveragePool" || op == "GlobalAveragePool";
+/// How many values an averaging node takes the mean of (0: not an averaging node, or the
+/// window is unknown).
+[[nodiscard]] std::int64_t averaged_values(const onnx::NodeProto& n, const tensor_shapes& shapes) {
+  std::int64_t window = 1;
+  if (n.op_type() == "AveragePool") {
+    const auto* k = find_attribute(n, "kernel_shape");
+    if (k == nullptr)
+      return 0;
+    for (const auto d : k->ints())
+      window *= d;
+    return window;
+  }
+  if (n.op_type() != "GlobalAveragePool")
+    return 0;
+  const auto it = shapes.find(n.input(0));
+  if (it == shapes.end() || it->second.size() < 3)
+    return 0;
+  for (std::size_t d = 2; d < it->second.size(); ++d) {
+    if (it->second[d] <= 0)
+      return 0;
+    window *= it->second[d];
+  }
+  return window;
 }
 
 /// The largest of a Div's constant divisors when they are all finite and positive; 0 else.
@@ -41,6 +62,20 @@ namespace {
   return top;
 }
 
+/// The symmetric grid (zero point at the middle code) that holds the range of `p`: an addend
+/// can be negative where the sum's grid (after a ReLU, say) starts at 0.
+[[nodiscard]] qdq_params symmetric_cover(const qdq_params& p) {
+  const std::int32_t mid = p.is_unsigned ? 128 : 0;
+  if (p.zero_point == mid)
+    return p;
+  const float lo = static_cast<float>(p.qmin() - p.zero_point) * p.scale;
+  const float hi = static_cast<float>(p.qmin() + 255 - p.zero_point) * p.scale;
+  qdq_params s = p;
+  s.zero_point = mid;
+  s.scale = std::max(-lo, hi) / 127.0f;
+  return s;
+}
+
 /// Whether `x` may be quantized for `reader` alone: it is read by nothing else.
 [[nodiscard]] bool only_reader(const graph_view& v, const std::string& x) {
   return v.consumers(x).size() == 1 && !v.is_graph_output(x) && !v.is_graph_input(x) &&
@@ -50,7 +85,7 @@ namespace {
 }  // namespace
 
 void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes,
-                        demand_map& demands) {
+                        const tensor_shapes& shapes, demand_map& demands) {
   std::deque<std::string> queue;
   for (const auto& [tensor, list] : demands)
     queue.push_back(tensor);
@@ -71,10 +106,12 @@ void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes
     const std::string& op = n.op_type();
     if (n.input_size() == 0 || n.output_size() != 1)
       continue;
-    if (op == "Relu" && p.zero_point == p.qmin())
-      continue;  // Relu -> Q: the engine drops the Relu and fuses the producer with the Q
-    if (keeps_codes(op) || averages(op)) {
+    if (keeps_codes(op)) {
       derive(n.input(0), p, u);
+    } else if (const auto window = averaged_values(n, shapes); window > 0) {
+      qdq_params wider = p;
+      wider.scale = p.scale * std::sqrt(static_cast<float>(window));
+      derive(n.input(0), wider, u);
     } else if (op == "Div") {
       if (const float top = largest_divisor(view, n); top > 0.0f) {
         qdq_params scaled = p;
@@ -84,7 +121,7 @@ void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes
     } else if (op == "Add") {
       for (const auto& x : n.input()) {
         if (view.constant(x) == nullptr)
-          derive(x, p, u);
+          derive(x, symmetric_cover(p), u);
       }
     }
   }

@@ -2,10 +2,14 @@
 // quantized with its own scale_d and zero point (a calibrated demand); from each such tensor
 // the demand goes back through the ops an int8 engine runs on quantized values or removes
 // (ReLU, Clip, MaxPool, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Identity: the same
-// codes; AveragePool, GlobalAveragePool: re-rounded averages; a Div by positive constants,
-// the DMQ Div: the grid scaled by the largest factor; Add: its inputs on the sum's grid) to the
-// node that produces it, whose output is then quantized too. A ReLU before a grid whose lowest
-// code is its zero point is left after the quantization: the engine drops it.
+// codes; AveragePool, GlobalAveragePool: the input on a grid sqrt(window) times as coarse, as
+// a value averaged with its neighbours is larger than their mean, and rounding errors average
+// out by about as much; a Div by positive constants,
+// the DMQ Div: the grid scaled by the largest factor; Add: its inputs on the symmetric grid
+// that holds the sum's range, as an addend may be negative where the sum is not) to the
+// node that produces it, whose output is then quantized too. Quantizing before a ReLU gives the
+// codes quantizing after it would (rounding is monotonic and 0 is on the grid); an engine that
+// finds the ReLU redundant (a grid whose lowest code is its zero point) drops it.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +45,6 @@ using demand_map = std::map<std::string, std::vector<qdq_demand>>;
 /// Adds the derived demands of the fused placement to `demands` (which holds the layers'
 /// calibrated ones). `layer_nodes`: the quantized layers' nodes, where the walk back stops.
 void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes,
-                        demand_map& demands);
+                        const tensor_shapes& shapes, demand_map& demands);
 
 }  // namespace ptq_cli::onnx_tool

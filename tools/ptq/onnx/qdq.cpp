@@ -112,11 +112,20 @@ std::pair<std::string, std::string> add_grid(graph_edit& ed, const std::string& 
   return per_channel ? axis : -1;
 }
 
-/// Moves a Gemm's bias into an Add after it: ONNX Runtime runs a Gemm with a float output as
-/// an int8 kernel only without a float bias.
-void move_gemm_bias(graph_edit& ed, int node_index) {
+/// A Linear layer that ends in float, as ONNX Runtime runs it as an int8 kernel (QGemm): a Gemm
+/// without a float bias (the bias moves into an Add after it), and a MatMul of 2-D inputs as a
+/// Gemm (its optimizer would otherwise fuse MatMul and the bias Add after it into a float Gemm
+/// before it looks for int8 patterns). `input` is the layer's input in the calibrated graph.
+void float_output_gemm(graph_edit& ed, int node_index, const tensor_shapes& shapes,
+                       const std::string& input) {
   auto& node = *ed.graph().mutable_node(node_index);
-  if (node.op_type() != "Gemm" || node.input_size() < 3 || node.input(2).empty())
+  if (node.op_type() == "MatMul") {
+    const auto it = shapes.find(input);
+    if (it != shapes.end() && it->second.size() == 2)
+      node.set_op_type("Gemm");  // transB 0: the weight stays K x N, its axis 1
+    return;
+  }
+  if (node.input_size() < 3 || node.input(2).empty())
     return;
   if (find_attribute(node, "beta") != nullptr && find_attribute(node, "beta")->f() != 1.0f)
     return;  // a scaled bias stays where it is (torch writes beta 1)
@@ -126,22 +135,6 @@ void move_gemm_bias(graph_edit& ed, int node_index) {
   node.mutable_input()->RemoveLast();
   node.set_output(0, before);
   ed.add_node("Add", node.name() + "_bias", {before, bias}, {y});
-}
-
-/// Whether `tensor` is quantized where it leaves its node: directly, or after the one Relu that
-/// reads it when the grid starts at its zero point (the engine drops that Relu).
-[[nodiscard]] bool quantized_after(const graph_view& v, const demand_map& demands,
-                                   const std::string& tensor) {
-  if (demands.count(tensor))
-    return true;
-  const auto& users = v.consumers(tensor);
-  if (users.size() != 1 || v.is_graph_output(tensor))
-    return false;
-  const auto& n = v.node(users.front().node);
-  if (n.op_type() != "Relu" || !demands.count(n.output(0)))
-    return false;
-  const auto& p = demands.at(n.output(0)).front().params;
-  return p.zero_point == p.qmin();
 }
 
 struct qdq_group {
@@ -157,6 +150,10 @@ ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
                                                        const qdq_form& form,
                                                        std::vector<ptq::error>& warnings) {
   const qdq_placement placement = form.placement;
+  // Shapes first: the edits below append nodes out of order until finish() sorts them.
+  const auto shapes = form.placement == qdq_placement::fused
+                          ? infer_tensor_shapes(model.model.model)
+                          : tensor_shapes{};
   auto& g = *model.model.model.mutable_graph();
   const graph_view view(g);
   graph_edit ed(g);
@@ -198,7 +195,7 @@ ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
     out.push_back(std::move(s));
   }
   if (placement == qdq_placement::fused)
-    add_fusion_demands(view, layer_nodes, demands);
+    add_fusion_demands(view, layer_nodes, shapes, demands);
 
   for (const auto& [tensor, list] : demands) {
     // uint8 grids are shared by their readers; int8 ones get a pair each (ONNX Runtime's
@@ -253,10 +250,10 @@ ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
     const auto& op = view.node(node).op_type();
     if (placement != qdq_placement::fused) {
       out[i].output = "float";
-    } else if (quantized_after(view, demands, d.output)) {
+    } else if (demands.count(d.output)) {
       out[i].output = "quantized";
     } else if (op == "Gemm" || op == "MatMul") {
-      move_gemm_bias(ed, node);
+      float_output_gemm(ed, node, shapes, d.input);
       out[i].output = "float";
     } else {
       out[i].output = "float";
