@@ -177,7 +177,20 @@ def check_onnx_names(ptq, examples):
     check(acts == ["conv1_input_balanced", "/relu1/Relu_output_0", "fc_input_balanced"],
           f"--onnx activation names {acts}")
     check(params == ["conv1.weight", "conv2.weight", "fc.weight"], f"--onnx weight names {params}")
-    print("--onnx: aimet-1.0.0 keys by the ONNX tensor names " + ", ".join(acts + params))
+    common = ["--record", record, "--model", os.path.join(digits, "manifest.json"), "--weights",
+              os.path.join(digits, "model.safetensors"), "--config", cfg, "--onnx",
+              os.path.join(digits, "model.onnx")]
+    table = os.path.join(work, "t.table")
+    run([ptq, "export", "--format", "ncnn-table", "-o", table] + common)
+    keys = [ln.split(" ")[0] for ln in open(table)]
+    check(keys == ["/conv1/Conv_param_0", "/conv2/Conv_param_0", "/fc/Gemm_param_0",
+                   "/conv1/Conv", "/conv2/Conv", "/fc/Gemm"], f"--onnx ncnn keys {keys}")
+    cache = os.path.join(work, "t.cache")
+    run([ptq, "export", "--format", "trt-cache", "--trt-version", "8601", "-o", cache] + common)
+    keys = [ln.split(":")[0] for ln in open(cache)][1:]
+    check(keys == acts, f"--onnx TensorRT cache keys {keys}")
+    print("--onnx: aimet-1.0.0 and trt-cache key by the calibrated graph's tensor names " +
+          ", ".join(acts + params) + "; ncnn-table by its node names")
 
 
 def main():

@@ -12,7 +12,9 @@ quant_hfmg.cfg and dmq_balancer.cfg.
 - the calibrated graph (`--export onnx`) with the qdq-json table keyed by it, applied as an
   engine's converter would (qdq_apply.py): the same classes;
 - the activation codes of the int8 kernels against ptq's exact form (--placement inputs --dmq
-  exact) on the test images, per layer: printed (docs/deploy.md quotes them).
+  exact) on the test images, per layer: printed (docs/deploy.md quotes them), also for the fused
+  placement with --dmq exact, and the accuracy with --weight-type int8 (uint8 x int8 kernels,
+  which saturate on x86 CPUs without VNNI): printed, as it depends on the CPU.
 """
 import json
 import os
@@ -138,10 +140,23 @@ def check_config(ptq, ort, examples, cfg, fp32_checked):
          "--dmq", "exact", "--activations", "int8", "-o", exact])
     agreement = code_agreement(ort, work, exact, optimized, nodes, images)
     codes = ", ".join(f"{layer} {d}/{n} (max {m})" for layer, (d, n, m) in agreement.items())
+    variants = []
+    for flags in (["--dmq", "exact"], ["--weight-type", "int8"]):
+        path = os.path.join(work, "variant.onnx")
+        run([ptq, "export", "--format", "onnx-qdq", "--onnx", model, "--record", record,
+             "--model", os.path.join(digits, "manifest.json"), "--config", cfg, "-o", path] +
+            flags)
+        vopt = os.path.join(work, "variant.optimized.onnx")
+        out, _ = ort.run(path, images, optimized=vopt)
+        vpred = out["logits"].argmax(1)
+        v = code_agreement(ort, work, exact, vopt, nodes, images)
+        variants.append(f"{' '.join(flags)}: {(vpred == labels).mean():.4f}, "
+                        f"{int((vpred != ptq_pred).sum())} classes differ, codes " +
+                        ", ".join(f"{layer} {d}/{n} (max {m})" for layer, (d, n, m) in v.items()))
     print(f"{name}: ONNX Runtime {(pred == labels).mean():.4f} = ptq {summary['quantized_accuracy']:.4f}, "
           f"image for image; int8 kernels {', '.join(sorted(set(ops) & INT8_OPS))}; the "
           f"calibrated graph with its table: the same classes; codes differing from the exact "
-          f"form: {codes}")
+          f"form: {codes}; " + "; ".join(variants))
 
 
 def main():

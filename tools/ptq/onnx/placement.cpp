@@ -18,6 +18,23 @@ namespace {
   return ops.count(op) != 0;
 }
 
+/// A Pad that adds codes of the grid: a constant pad of 0 (0 is on every grid) or a copy of
+/// edge or reflected values.
+[[nodiscard]] bool pads_with_grid_values(const graph_view& v, const onnx::NodeProto& n) {
+  if (n.op_type() != "Pad")
+    return false;
+  const auto* mode = find_attribute(n, "mode");
+  if (mode != nullptr && mode->s() != "constant")
+    return true;
+  if (n.input_size() < 3 || n.input(2).empty())
+    return true;  // the default constant is 0
+  const auto* c = v.constant(n.input(2));
+  if (c == nullptr)
+    return false;
+  auto value = float_values(*c, "");
+  return value && value->data.size() == 1 && value->data[0] == 0.0f;
+}
+
 /// How many values an averaging node takes the mean of (0: not an averaging node, or the
 /// window is unknown).
 [[nodiscard]] std::int64_t averaged_values(const onnx::NodeProto& n, const tensor_shapes& shapes) {
@@ -106,7 +123,7 @@ void add_fusion_demands(const graph_view& view, const std::set<int>& layer_nodes
     const std::string& op = n.op_type();
     if (n.input_size() == 0 || n.output_size() != 1)
       continue;
-    if (keeps_codes(op)) {
+    if (keeps_codes(op) || pads_with_grid_values(view, n)) {
       derive(n.input(0), p, u);
     } else if (const auto window = averaged_values(n, shapes); window > 0) {
       qdq_params wider = p;

@@ -1,15 +1,15 @@
 // Where the fused QDQ placement quantizes (qdq.hpp): every quantized layer's input is
 // quantized with its own scale_d and zero point (a calibrated demand); from each such tensor
 // the demand goes back through the ops an int8 engine runs on quantized values or removes
-// (ReLU, Clip, MaxPool, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Identity: the same
-// codes; AveragePool, GlobalAveragePool: the input on a grid sqrt(window) times as coarse, as
-// a value averaged with its neighbours is larger than their mean, and rounding errors average
-// out by about as much; a Div by positive constants,
-// the DMQ Div: the grid scaled by the largest factor; Add: its inputs on the symmetric grid
-// that holds the sum's range, as an addend may be negative where the sum is not) to the
-// node that produces it, whose output is then quantized too. Quantizing before a ReLU gives the
-// codes quantizing after it would (rounding is monotonic and 0 is on the grid); an engine that
-// finds the ReLU redundant (a grid whose lowest code is its zero point) drops it.
+// (ReLU, Clip, MaxPool, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Identity, a Pad of
+// zeros or copied values: the same codes; AveragePool, GlobalAveragePool: the input on a grid
+// sqrt(window) times as coarse, as a value averaged with its neighbours is larger than their mean,
+// and rounding errors average out by about as much; a Div by positive constants, the DMQ Div: the
+// grid scaled by the largest factor; Add: its inputs on the symmetric grid that holds the sum's
+// range, as an addend may be negative where the sum is not) to the node that produces it, whose
+// output is then quantized too. Quantizing before a ReLU gives the codes quantizing after it would
+// (rounding is monotonic and 0 is on the grid); an engine that finds the ReLU redundant (a grid
+// whose lowest code is its zero point) drops it.
 #pragma once
 
 #include <cstdint>
