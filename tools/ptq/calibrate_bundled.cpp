@@ -1,0 +1,158 @@
+// `ptq calibrate` on the bundled digits model (bundled_model.hpp): finds the bundled data, runs
+// the session through the model's own engine, reports FP32 and quantized accuracy and writes
+// the outputs, into a temporary folder it names when no output option is given.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bundled_data.hpp"
+#include "bundled_model.hpp"
+#include "calibrate_run.hpp"
+#include "config_io.hpp"
+#include "input_files.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ptq_cli::calibrate {
+
+namespace {
+
+/// Loads the bundled digits model and its images from `dir` (digits/ of the bundled data).
+ptq::result<ptq_cli::bundled_model> load_bundled(const fs::path& dir) {
+  ptq_cli::bundled_model m;
+  const std::string weights_path = (dir / "model.safetensors").string();
+  auto w = ptq_cli::read_tensor_input(weights_path, "bundled weights");
+  if (!w)
+    return w.error();
+  m.weights = std::move(w).value();
+  const std::string manifest_path = (dir / "manifest.json").string();
+  auto text = ptq_cli::read_text_input(manifest_path, "bundled manifest");
+  if (!text)
+    return text.error();
+  auto parsed = ptq::parse_manifest(text.value(), m.weights);
+  if (!parsed)
+    return in_file(parsed.error(), manifest_path);
+  m.model = std::move(parsed).value();
+  const auto images = [&](const char* file, ptq_cli::batch_tensor& x,
+                          std::vector<float>* labels) -> ptq::result<> {
+    const std::string path = (dir / file).string();
+    auto f = ptq_cli::read_tensor_input(path, "bundled images");
+    if (!f)
+      return f.error();
+    const auto& src = f.value();
+    auto t = src.get("images");
+    if (!t)
+      return in_file(t.error(), path);
+    x = {std::move(t.value().shape), std::move(t.value().data)};
+    if (labels) {
+      auto l = src.get("labels");
+      if (!l)
+        return in_file(l.error(), path);
+      *labels = std::move(l.value().data);
+    }
+    return {};
+  };
+  if (auto st = images("calib.safetensors", m.calib, nullptr); !st)
+    return st.error();
+  if (auto st = images("test.safetensors", m.test, &m.test_labels); !st)
+    return st.error();
+  return m;
+}
+
+/// A temporary folder for the outputs of a run that names none; removed when the run fails or
+/// is interrupted before writing into it.
+struct output_folder {
+  std::string path;
+  bool keep = false;
+  ~output_folder() {
+    if (!path.empty() && !keep)
+      ::rmdir(path.c_str());
+  }
+};
+
+}  // namespace
+
+int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_printer& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path data = ptq_cli::find_bundled_data();
+  if (data.empty()) {
+    return fail(ptq::make_error(ptq::errc::bundled_data_not_found,
+                                "cannot find the bundled data (configs/quant.cfg, digits/)",
+                                ptq_cli::bundled_search_text));
+  }
+  if (a.config.empty())
+    a.config = (data / "configs" / "quant.cfg").string();
+  const auto digits = data / "digits";
+  std::vector<named_path> inputs = {{"CONFIG", a.config}};
+  for (const char* f :
+       {"model.safetensors", "manifest.json", "calib.safetensors", "test.safetensors"}) {
+    inputs.push_back({"the bundled data", (digits / f).string()});
+  }
+  if (!a.onnx.empty())
+    inputs.push_back({"--onnx", a.onnx});
+  const auto cfg = ptq_cli::load_config(a.config, "calibrate");
+  if (!cfg)
+    return ptq_cli::exit_error;
+  opt.on_progress = progress;
+  output_folder folder;
+  if (a.record.empty() && a.quant_config.empty() && a.fake_quant_weights.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "ptq-calibrate-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return fail(ptq::make_error(ptq::errc::output_not_writable,
+                                  "cannot create a temporary folder '" + tmpl + "'"));
+    }
+    folder.path = tmpl;
+    ptq_cli::cleanup_folder_on_signal(tmpl);
+    a.record = tmpl + "/record.txt";
+    a.quant_config = tmpl + "/quant_config.json";
+    a.fake_quant_weights = tmpl + "/fake_quant_weights.safetensors";
+    if (!a.json)
+      std::cout << "outputs go to " << tmpl << "\n" << std::flush;
+  }
+  if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
+    return fail(st.error());
+  auto model = load_bundled(digits);
+  if (!model)
+    return fail(model.error());
+  if (!a.json) {
+    std::cout << "calibrating the bundled digits CNN (" << model.value().model.layers.size()
+              << " quantizable layers) with " << a.config << "\n\n";
+  }
+  std::vector<ptq::layer_desc> descs;
+  for (const auto& l : model.value().model.layers)
+    descs.push_back(l.desc);
+  const auto kernels = opt.kernels;
+  const unsigned threads = opt.threads;
+  auto created = ptq::calibration_session::create(cfg->parsed.value(), descs, std::move(opt));
+  print_session_diagnostics(created.diagnostics(), cfg->text, a.config,
+                            (digits / "model.safetensors").string(), &model.value().model);
+  if (!created)
+    return ptq_cli::exit_error;
+  auto s = std::move(created).value();
+  auto r = ptq_cli::calibrate_bundled(s, model.value(), 32, threads, kernels);
+  if (!r)
+    return fail(r.error());
+  const auto& res = r.value();
+  auto rc =
+      ptq_cli::bundled_report_context(a, s, model.value(), res, cfg->text, 32, threads, kernels);
+  if (!rc)
+    return fail(rc.error());
+  auto files = render_outputs(a, s, res.record, model.value().weights, model.value().model,
+                              (digits / "manifest.json").string(), rc.value());
+  if (!files)
+    return fail(files.error());
+  if (auto st = ptq_cli::commit_outputs(files.value()); !st)
+    return fail(st.error());
+  folder.keep = true;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ptq_cli::test_accuracy acc{res.fp32_accuracy, res.quant_accuracy, &res.fp32_predictions,
+                                   &res.quant_predictions};
+  return ptq_cli::report(a, s, res.activation_sqnr_db, &acc, secs);
+}
+
+}  // namespace ptq_cli::calibrate
