@@ -273,5 +273,5 @@ TEST_CASE("CLI: observe on float16 batches prints what it prints for their float
   const auto r = run_cli({"observe", "--algo", "hfmg", cut.string()});
   CHECK(r.code == 1);
   CHECK(r.err == "ptq observe: error: " + cut.string() +
-                     ": truncated data: expected 8642 bytes, found 8639\n");
+                     ": truncated data: expected 8642 bytes, found 8639 [E1011]\n");
 }

@@ -26,7 +26,7 @@ namespace ptq_cli {
     const std::string& cmd, int& exit_code) {
   exit_code = exit_error;
   const auto fail = [&](const std::string& path, const ptq::error& e) {
-    numeric_fail(cmd, (path.empty() ? "" : path + ": ") + e.message);
+    numeric_fail(cmd, e, path);
     return e;
   };
   std::uint64_t total = 0;
@@ -75,13 +75,13 @@ namespace ptq_cli {
     auto st = ptq::observe(h, t->data(), t->size(), s.num_of_bins, numeric_kernels(),
                            "activation batch " + std::to_string(b));
     if (!st) {
-      numeric_fail(cmd, paths[b] + ": " + st.error().message);
+      numeric_fail(cmd, st.error(), paths[b]);
       return st.error();
     }
   }
   auto r = ptq::finalize(h, s, numeric_kernels());
   if (!r) {
-    numeric_fail(cmd, r.error().message);
+    numeric_fail(cmd, r.error());
     return r.error();
   }
   exit_code = exit_ok;

@@ -70,6 +70,7 @@ struct output_folder {
   std::string path;
   bool keep = false;
   ~output_folder() {
+    ptq_cli::cleanup_folder_on_signal(nullptr);
     if (!path.empty() && !keep)
       ::rmdir(path.c_str());
   }
@@ -107,7 +108,7 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
                                   "cannot create a temporary folder '" + tmpl + "'"));
     }
     folder.path = tmpl;
-    ptq_cli::cleanup_folder_on_signal(tmpl);
+    ptq_cli::cleanup_folder_on_signal(folder.path);
     a.record = tmpl + "/record.txt";
     a.quant_config = tmpl + "/quant_config.json";
     a.fake_quant_weights = tmpl + "/fake_quant_weights.safetensors";

@@ -33,7 +33,7 @@ int run_balance(const balance_options& o) {
   auto f = ptq::dmq_factors(act, wt, *op, o.groups, ptq::dmq_settings{o.alpha},
                             ptq_cli::numeric_kernels());
   if (!f)
-    return ptq_cli::numeric_fail(cmd, f.error().message);
+    return ptq_cli::numeric_fail(cmd, f.error());
   std::cout << "{\"tensor_balance_factor\": " << ptq_cli::json_list(f.value(), ptq_cli::json_float)
             << "}\n";
   return ptq_cli::exit_ok;
@@ -43,6 +43,9 @@ const ptq_cli::register_command reg{
     {"balance", "DMQ balance factors of one layer from its input batch and weight", 32,
      [](CLI::App& sub) -> ptq_cli::run_fn {
        auto o = std::make_shared<balance_options>();
+       sub.footer(
+           ptq_cli::numeric_example("ptq balance --type Conv2d examples/numerics/conv2_input0.npy "
+                                    "examples/numerics/conv2_weight.npy"));
        sub.add_option("--alpha", o->alpha, "migration_strength in [0.2, 0.8]")
            ->check(CLI::Range(0.2, 0.8))
            ->capture_default_str();

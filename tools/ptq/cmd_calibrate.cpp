@@ -396,7 +396,6 @@ const ptq_cli::register_command reg{
                                "--onnx MODEL.onnx");
            }
          }
-         ptq_cli::install_interrupt_cleanup();
          if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
            if (!a->ada_data.empty()) {
              return fail_usage(

@@ -49,7 +49,7 @@ int run_observe_mpi(const ptq::activation_settings& s, const observe_options& o)
   const ptq_cli::silenced_streams quiet(comm.rank() != 0);
   auto r = ptq_cli::observe_mpi(s, o.batches, comm);
   if (!r)
-    return ptq_cli::numeric_fail("observe", ptq_cli::with_note(r.error()));
+    return ptq_cli::numeric_fail("observe", r.error());
   return comm.rank() == 0 ? print_result(r.value(), o.fp16) : ptq_cli::exit_ok;
 #else
   (void)s;
@@ -108,11 +108,11 @@ int run_observe(const observe_options& o) {
     for (std::size_t b = 0; b < mapped.size(); ++b) {
       auto st = obs.observe(mapped[b].values());
       if (!st)
-        return ptq_cli::numeric_fail(cmd, o.batches[b] + ": " + st.error().message);
+        return ptq_cli::numeric_fail(cmd, st.error(), o.batches[b]);
     }
     auto r = obs.finalize();
     if (!r)
-      return ptq_cli::numeric_fail(cmd, r.error().message);
+      return ptq_cli::numeric_fail(cmd, r.error());
     q = r.value();
   }
   return print_result(q, o.fp16);
@@ -122,6 +122,9 @@ const ptq_cli::register_command reg{
     {"observe", "Calibrate one activation tensor (IFMR or HFMG) from .npy batches", 30,
      [](CLI::App& sub) -> ptq_cli::run_fn {
        auto o = std::make_shared<observe_options>();
+       sub.footer(
+           ptq_cli::numeric_example("ptq observe --algo ifmr examples/numerics/conv2_input0.npy "
+                                    "examples/numerics/conv2_input1.npy"));
        sub.add_option("--algo", o->algo, "activation algorithm")
            ->check(CLI::IsMember({"ifmr", "hfmg"}))
            ->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "numeric_io.hpp"
+#include "outputs.hpp"
 
 namespace {
 
@@ -26,6 +27,12 @@ int run_weights(const weights_options& o) {
   auto op = ptq_cli::parse_layer_type(o.type, cmd);
   if (!op)
     return ptq_cli::exit_error;
+  if (!o.fake_quant_out.empty()) {  // before any work: not the input, a file we may write
+    if (auto st = ptq_cli::check_outputs({{"--fake-quant-out", o.fake_quant_out}},
+                                         {{"WEIGHT", o.weight}});
+        !st)
+      return ptq_cli::numeric_fail(cmd, st.error());
+  }
   auto t = ptq_cli::load_tensor(o.weight, cmd);
   if (!t)
     return ptq_cli::exit_error;
@@ -36,16 +43,19 @@ int run_weights(const weights_options& o) {
   const ptq::tensor_ref w{t->data(), t->shape, o.weight};
   auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
   if (!r)
-    return ptq_cli::numeric_fail(cmd, r.error().message);
+    return ptq_cli::numeric_fail(cmd, r.error());
   if (!o.fake_quant_out.empty()) {
     std::vector<float> fq(t->data(), t->data() + t->size());
     auto st = ptq::arq_fake_quantize(fq.data(), t->shape, *op, o.groups, r.value(),
                                      ptq_cli::numeric_kernels());
     if (!st)
-      return ptq_cli::numeric_fail(cmd, st.error().message);
-    auto wr = ptq::io::write_npy(o.fake_quant_out, fq.data(), t->shape);
-    if (!wr)
-      return ptq_cli::numeric_fail(cmd, wr.error().message);
+      return ptq_cli::numeric_fail(cmd, st.error());
+    const auto* bytes = reinterpret_cast<const char*>(fq.data());
+    const ptq_cli::output_file out({"--fake-quant-out", o.fake_quant_out},
+                                   ptq::io::npy_header_bytes(t->shape),
+                                   {std::string_view(bytes, fq.size() * sizeof(float))}, nullptr);
+    if (auto written = ptq_cli::commit_outputs({out}); !written)
+      return ptq_cli::numeric_fail(cmd, written.error());
   }
   std::cout << "{\"scale_w\": " << ptq_cli::json_list(r.value().scale, ptq_cli::json_float)
             << ", \"offset_w\": "
@@ -59,6 +69,8 @@ const ptq_cli::register_command reg{
     {"weights", "Calibrate one weight tensor (ARQ) from a .npy file", 31,
      [](CLI::App& sub) -> ptq_cli::run_fn {
        auto o = std::make_shared<weights_options>();
+       sub.footer(ptq_cli::numeric_example(
+           "ptq weights --type Conv2d --bits 8 examples/numerics/conv2_weight.npy"));
        sub.add_option("--algo", o->algo, "weight algorithm")
            ->check(CLI::IsMember({"arq"}))
            ->capture_default_str();

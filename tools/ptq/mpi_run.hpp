@@ -53,11 +53,6 @@ struct silenced_streams {
   }
 };
 
-/// An error as rank 0 prints it: the message, then its note (which names a failing rank).
-[[nodiscard]] inline std::string with_note(const ptq::error& e) {
-  return e.note.empty() ? e.message : e.message + "\nnote: " + e.note;
-}
-
 /// `ptq observe --mpi`: rank r of R observes the batches b % R == r; every rank gets the
 /// result (rank 0 prints it), or the lowest failing rank's error.
 [[nodiscard]] inline ptq::result<ptq::activation_quant_result> observe_mpi(

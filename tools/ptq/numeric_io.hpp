@@ -26,8 +26,13 @@ namespace ptq_cli {
   return k;
 }
 
-inline int numeric_fail(const std::string& command, const std::string& message) {
-  std::cerr << "ptq " << command << ": error: " << message << '\n';
+/// Prints `ptq COMMAND: error: [FILE: ]message [E<code>]` (and its note); returns exit code 1.
+inline int numeric_fail(const std::string& command, ptq::error e, const std::string& file = {}) {
+  const std::string where = file.empty() ? e.path : file;
+  if (!where.empty())
+    e.message = where + ": " + e.message;
+  e.path.clear();
+  std::cerr << "ptq " << command << ": " << ptq::format_error(e);
   return exit_error;
 }
 
@@ -45,15 +50,15 @@ inline int numeric_fail(const std::string& command, const std::string& message) 
     ptq::io::npy_values mode = ptq::io::npy_values::as_float32) {
   auto r = try_load_tensor(path, mode);
   if (!r) {
-    numeric_fail(command, r.error().message);
+    numeric_fail(command, r.error());
     return std::nullopt;
   }
   return std::move(r).value();
 }
 
-/// Shortest decimal that reads back to the same float32.
+/// Shortest decimal that reads back to the same float32; a negative zero is 0.
 [[nodiscard]] inline std::string json_float(float v) {
-  return ptq::detail::shortest_repr(v);
+  return ptq::detail::shortest_repr(v == 0.0f ? 0.0f : v);
 }
 
 template <class T, class F>
@@ -67,12 +72,20 @@ template <class T, class F>
   return s + "]";
 }
 
+/// The --help footer of a numeric command: an example on the sample tensors of the bundled data.
+[[nodiscard]] inline std::string numeric_example(const std::string& command) {
+  return "Example, on the sample tensors of the source tree (installed in "
+         "<prefix>/share/ptq/numerics/; examples/numerics/README.md says what they are):\n  " +
+         command;
+}
+
 /// Layer type from its PyTorch class name; prints an error when unknown.
 [[nodiscard]] inline std::optional<ptq::layer_type> parse_layer_type(const std::string& name,
                                                                      const std::string& command) {
   auto op = ptq::layer_type_from_string(name);
   if (!op)
-    numeric_fail(command, "unknown layer type '" + name + "'");
+    numeric_fail(command, ptq::make_error(ptq::errc::unknown_layer_type,
+                                          "unknown layer type '" + name + "'"));
   return op;
 }
 

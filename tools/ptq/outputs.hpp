@@ -1,13 +1,16 @@
-// The outputs of `ptq calibrate`, all or nothing: every output path is checked before any work
-// (not an input, not another output, its folder exists and takes a new file, it is not a
-// folder), so a typo does not throw away minutes of AdaRound; at the end every output is
-// written to a temporary file beside its target and flushed, and only when all are written are
-// they renamed into place. A failure removes the temporary files and any output already renamed;
-// SIGINT / SIGTERM remove the temporary files and the temporary folder of a no-argument run, then
+// The outputs of every `ptq` command, all or nothing: every output path is checked before any
+// work (not an input, not another output, its folder exists and takes a new file, it is a
+// regular file or a new path: never a folder, a device, a FIFO or a socket), so a typo does not
+// throw away minutes of AdaRound; at the end every output is written to a temporary file beside
+// its target and flushed, and only when all are written are they renamed into place, under an
+// exclusive lock on their folders so two runs never leave a mix of their outputs. A failure
+// removes the temporary files and any output already renamed; SIGINT / SIGTERM remove the
+// temporary files (also the checks' probes) and the temporary folder of a no-argument run, then
 // end the process with the signal. POSIX.
 #pragma once
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,14 +64,13 @@ namespace detail {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
-// What the signal handler removes: fixed buffers it can read without allocating. A slot is
-// written before `cleanup_count` makes it visible.
-inline constexpr std::size_t max_cleanup = 16;
-inline constexpr std::size_t max_cleanup_path = 4096;
-inline char cleanup_paths[max_cleanup][max_cleanup_path];
-inline volatile std::sig_atomic_t cleanup_count = 0;
-inline char cleanup_dir[max_cleanup_path];
-inline volatile std::sig_atomic_t cleanup_has_dir = 0;
+// What the signal handler removes: a table of C strings made before the files exist and
+// published through lock-free atomics, which the handler reads without allocating. One table
+// at a time (a command commits once); `cleanup_scope` makes and retracts it.
+inline std::atomic<const char* const*> cleanup_table{nullptr};
+inline std::atomic<std::size_t> cleanup_size{0};
+inline std::atomic<const char*> cleanup_dir{nullptr};
+inline std::atomic<const char*> signal_prefix{"ptq"};
 
 inline void write_stderr(const char* s) noexcept {
   std::size_t n = std::strlen(s);
@@ -83,32 +85,115 @@ inline void write_stderr(const char* s) noexcept {
 
 // Async-signal-safe: unlink, rmdir, write, signal and raise only.
 inline void on_signal(int sig) noexcept {
-  for (std::sig_atomic_t i = 0; i < cleanup_count; ++i)
-    ::unlink(cleanup_paths[i]);
-  if (cleanup_has_dir)
-    ::rmdir(cleanup_dir);  // only when empty: outputs already in place stay
-  write_stderr(sig == SIGINT ? "\nptq calibrate: error: interrupted (SIGINT); no output was "
-                               "written [E1103]\n"
-                             : "\nptq calibrate: error: interrupted (SIGTERM); no output was "
-                               "written [E1103]\n");
+  const char* const* table = cleanup_table.load();
+  const std::size_t n = table ? cleanup_size.load() : 0;
+  for (std::size_t i = 0; i < n; ++i)
+    ::unlink(table[i]);
+  if (const char* dir = cleanup_dir.load())
+    ::rmdir(dir);  // only when empty: outputs already in place stay
+  write_stderr("\n");
+  write_stderr(signal_prefix.load());
+  write_stderr(sig == SIGINT ? ": error: interrupted (SIGINT); no output was written [E1103]\n"
+                             : ": error: interrupted (SIGTERM); no output was written [E1103]\n");
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
+static_assert(std::atomic<const char* const*>::is_always_lock_free &&
+                  std::atomic<std::size_t>::is_always_lock_free,
+              "the signal handler reads these");
+
+/// The temporary files of one step (the output probes, or a commit) for the signal handler:
+/// published when made, retracted when it ends, so no file outlives an interrupted run.
+class cleanup_scope {
+ public:
+  explicit cleanup_scope(std::vector<std::string> paths) : paths_(std::move(paths)) {
+    for (const auto& p : paths_)
+      c_.push_back(p.c_str());
+    cleanup_size.store(c_.size());
+    cleanup_table.store(c_.data());
+  }
+  cleanup_scope(const cleanup_scope&) = delete;
+  cleanup_scope& operator=(const cleanup_scope&) = delete;
+  ~cleanup_scope() { retract(); }
+  /// The files are the outputs now (renamed into place): nothing to remove any more.
+  void retract() noexcept {
+    cleanup_table.store(nullptr);
+    cleanup_size.store(0);
+  }
+  [[nodiscard]] const std::vector<std::string>& paths() const noexcept { return paths_; }
+
+ private:
+  std::vector<std::string> paths_;
+  std::vector<const char*> c_;
+};
+
+/// `<path>.tmp.<pid>`: the temporary file of an output (and of its probe).
+[[nodiscard]] inline std::string temporary_of(const std::string& path) {
+  return path + ".tmp." + std::to_string(::getpid());
+}
+
+/// What an existing path is, in words, when it is not a regular file or folder.
+[[nodiscard]] inline const char* special_kind(mode_t m) noexcept {
+  if (S_ISCHR(m))
+    return "a character device";
+  if (S_ISBLK(m))
+    return "a block device";
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISSOCK(m))
+    return "a socket";
+  return S_ISREG(m) || S_ISDIR(m) ? nullptr : "not a regular file";
+}
+
+/// Exclusive advisory locks (flock) on the folders of a set of outputs, taken in one order:
+/// two ptq runs writing the same outputs commit one after the other, so the files end as one
+/// run's complete set, never a mix of both.
+class folder_locks {
+ public:
+  explicit folder_locks(const std::vector<std::string>& targets) {
+    std::vector<std::string> dirs;
+    for (const auto& t : targets)
+      dirs.push_back(canonical_text(parent_of(t)));
+    std::sort(dirs.begin(), dirs.end());
+    dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+    for (const auto& d : dirs) {
+      const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0)
+        continue;  // the commit reports the folder's error itself
+      while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+      }
+      fds_.push_back(fd);
+    }
+  }
+  folder_locks(const folder_locks&) = delete;
+  folder_locks& operator=(const folder_locks&) = delete;
+  ~folder_locks() {
+    for (const int fd : fds_)
+      ::close(fd);  // closing releases the lock
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
 }  // namespace detail
 
-/// Installs the SIGINT / SIGTERM cleanup; call once before the outputs are staged.
-inline void install_interrupt_cleanup() {
+/// Installs the SIGINT / SIGTERM cleanup for the command `prefix` ("ptq calibrate") names in
+/// its message; main() calls it once, before any command runs.
+inline void install_interrupt_cleanup(const char* prefix) {
+  detail::signal_prefix.store(prefix);
   std::signal(SIGINT, detail::on_signal);
   std::signal(SIGTERM, detail::on_signal);
 }
 
-/// A folder the signal handler removes if it is still empty (the no-argument run's outputs).
+/// A folder the signal handler removes if it is still empty (the no-argument run's outputs);
+/// `dir` must live until the call with nullptr that ends it.
 inline void cleanup_folder_on_signal(const std::string& dir) {
-  if (dir.size() >= detail::max_cleanup_path)
-    return;
-  std::memcpy(detail::cleanup_dir, dir.c_str(), dir.size() + 1);
-  detail::cleanup_has_dir = 1;
+  detail::cleanup_dir.store(dir.c_str());
+}
+inline void cleanup_folder_on_signal(std::nullptr_t) {
+  detail::cleanup_dir.store(nullptr);
 }
 
 /// Checks the outputs against the inputs and each other, and that each can be created, before
@@ -132,12 +217,23 @@ inline void cleanup_folder_on_signal(const std::string& dir) {
       }
     }
   }
-  for (const auto& o : outputs) {
+  std::vector<std::string> probes;
+  for (const auto& o : outputs)
+    probes.push_back(detail::temporary_of(o.path));
+  const detail::cleanup_scope cleanup(probes);
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& o = outputs[i];
     const std::string at = o.option + " '" + o.path + "': ";
     struct ::stat st {};
     if (::stat(o.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       return ptq::make_error(ptq::errc::output_not_writable,
                              at + "is a folder; give the file to write");
+    }
+    if (::stat(o.path.c_str(), &st) == 0 && detail::special_kind(st.st_mode) != nullptr) {
+      return ptq::make_error(ptq::errc::output_not_writable,
+                             at + "is " + detail::special_kind(st.st_mode) +
+                                 ", which an output would replace; an output is a regular file "
+                                 "or a new path");
     }
     const std::string dir = detail::parent_of(o.path);
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -145,8 +241,8 @@ inline void cleanup_folder_on_signal(const std::string& dir) {
                              at + "the folder '" + dir + "' does not exist");
     }
     // Creating a file is the only test that holds for every case (permissions, a read-only
-    // file system, root); the probe is removed at once.
-    const std::string probe = o.path + ".tmp." + std::to_string(::getpid());
+    // file system, root); the probe is removed at once (and by the signal handler).
+    const std::string& probe = probes[i];
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       return ptq::make_error(ptq::errc::output_not_writable,
@@ -216,40 +312,40 @@ namespace detail {
 
 }  // namespace detail
 
-/// Writes every output to `<target>.tmp.<pid>`, then renames them all into place. On any
-/// failure no output is left: the temporary files are removed, and so are the outputs already
-/// renamed (an earlier file at such a path is then gone too; the checks of check_outputs, run
-/// again here, make that a race with another process only).
+/// Writes every output to `<target>.tmp.<pid>`, then, holding the folders' locks
+/// (folder_locks), checks the targets again and renames them all into place. On any failure no
+/// output is left: the temporary files are removed, and so are the outputs already renamed (an
+/// earlier file at such a path is then gone too; the checks of check_outputs, run again here, make
+/// that a race with another process only).
 [[nodiscard]] inline ptq::result<> commit_outputs(const std::vector<output_file>& outputs) {
+  std::vector<std::string> targets;
   std::vector<std::string> tmps;
+  for (const auto& o : outputs) {
+    targets.push_back(o.target.path);
+    tmps.push_back(detail::temporary_of(o.target.path));
+  }
+  detail::cleanup_scope cleanup(tmps);
   const auto remove_tmps = [&] {
     for (const auto& t : tmps)
       ::unlink(t.c_str());
-    detail::cleanup_count = 0;
   };
-  for (const auto& o : outputs) {
-    const std::string tmp = o.target.path + ".tmp." + std::to_string(::getpid());
-    if (tmp.size() < detail::max_cleanup_path &&
-        static_cast<std::size_t>(detail::cleanup_count) < detail::max_cleanup) {
-      const auto slot = static_cast<std::size_t>(detail::cleanup_count);
-      std::memcpy(detail::cleanup_paths[slot], tmp.c_str(), tmp.size() + 1);
-      detail::cleanup_count = detail::cleanup_count + 1;
-    }
-    tmps.push_back(tmp);
-    if (auto st = detail::write_flushed(tmp, o); !st) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (auto st = detail::write_flushed(tmps[i], outputs[i]); !st) {
       remove_tmps();
       return st;
     }
   }
-  std::vector<named_path> targets;
-  for (const auto& o : outputs)
-    targets.push_back(o.target);
-  for (const auto& t : targets) {
+  const detail::folder_locks locks(targets);  // another run's renames end before ours start
+  for (const auto& o : outputs) {
+    const auto& t = o.target;
     struct ::stat st {};
-    if (::stat(t.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const char* kind =
+        ::stat(t.path.c_str(), &st) == 0 ? detail::special_kind(st.st_mode) : nullptr;
+    if (kind != nullptr || (::stat(t.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
       remove_tmps();
       return ptq::make_error(ptq::errc::output_not_writable,
-                             t.option + " '" + t.path + "': is a folder; no output was written");
+                             t.option + " '" + t.path + "': is " +
+                                 (kind != nullptr ? kind : "a folder") + "; no output was written");
     }
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -263,7 +359,7 @@ namespace detail {
       return e;
     }
   }
-  detail::cleanup_count = 0;
+  cleanup.retract();
   return {};
 }
 
