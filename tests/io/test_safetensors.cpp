@@ -157,6 +157,13 @@ TEST_CASE("malformed safetensors are clear errors", "[safetensors]") {
         "tensor 'a': shape has a value that is not a non-negative integer");
   CHECK(parse_error(with_header(R"({"a":{"dtype":"F32"}})", 4), errc::bad_header) ==
         "tensor 'a': needs dtype, shape and data_offsets");
+  // A tensor named twice: JSON parsers keep the last entry silently; safetensors does not.
+  CHECK(
+      parse_error(
+          with_header(
+              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+              8),
+          errc::bad_header) == "the header names 'a' twice (a tensor or a key of one)");
   // The name given to the parser (the path, for read_safetensors) starts every message.
   const auto named = ptq::io::parse_safetensors("abc", "w.safetensors");
   REQUIRE_FALSE(named.ok());

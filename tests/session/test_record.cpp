@@ -83,6 +83,15 @@ TEST_CASE("record text reads back equal; so does the JSON form", "[record]") {
   const auto from_text = ptq::try_read_record_json(j.dump());
   REQUIRE(from_text.ok());
   CHECK(from_text.value() == rec);
+  // Malformed JSON has its line:column; a key given twice is refused, not the last one kept.
+  const auto bad = ptq::try_read_record_json("{\n  \"a\": {\"scale_d\": 0.5,,}\n}");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.rfind("the record is not valid JSON at 2:24: ", 0) == 0);
+  const auto twice = ptq::try_read_record_json(
+      R"({"a": {"scale_d": 0.5, "offset_d": 0}, "a": {"scale_d": 0.5, "offset_d": 0}})");
+  REQUIRE_FALSE(twice.ok());
+  CHECK(twice.error().code == ptq::errc::record_duplicate_key);
+  CHECK(twice.error().message == "key 'a' appears twice in one object of the record");
 }
 
 TEST_CASE("record checks (spec 6)", "[record]") {

@@ -386,6 +386,7 @@ const ptq_cli::register_command reg{
          if (a->mpi && a->model.empty())
            return fail_usage(
                "--mpi shards a model from files: give --model, --weights and --batches");
+         ptq_cli::install_interrupt_cleanup("ptq calibrate");
          if (!a->onnx.empty() && a->exports.empty())
            return fail_usage("--onnx is read by --export only: add --export FORMAT=OUT");
          for (const auto& spec : a->exports) {

@@ -189,6 +189,7 @@ int run_onnx_export(const export_args& a) {
 }
 
 int run_export(const export_args& a) {
+  ptq_cli::install_interrupt_cleanup("ptq export");
   if (a.format == "onnx-qdq" || a.format == "onnx")
     return run_onnx_export(a);
   const auto* format = ptq::find_export_format(a.format);

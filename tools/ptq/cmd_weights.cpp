@@ -23,6 +23,7 @@ struct weights_options {
 };
 
 int run_weights(const weights_options& o) {
+  ptq_cli::install_interrupt_cleanup("ptq weights");
   const std::string cmd = "weights";
   auto op = ptq_cli::parse_layer_type(o.type, cmd);
   if (!op)

@@ -9,7 +9,6 @@
 #endif
 
 #include "command.hpp"
-#include "outputs.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/version.hpp"
 
@@ -62,13 +61,8 @@ int main(int argc, char** argv) {
     return code == 0 ? ptq_cli::exit_ok : ptq_cli::exit_usage;
   }
   for (auto& [sub, run] : runners) {
-    if (!sub->parsed())
-      continue;
-    // Every command removes its temporary files when interrupted (outputs.hpp).
-    static std::string prefix;
-    prefix = "ptq " + sub->get_name();
-    ptq_cli::install_interrupt_cleanup(prefix.c_str());
-    return run();
+    if (sub->parsed())
+      return run();
   }
   return ptq_cli::exit_usage;
 }

@@ -180,7 +180,7 @@ class folder_locks {
 }  // namespace detail
 
 /// Installs the SIGINT / SIGTERM cleanup for the command `prefix` ("ptq calibrate") names in
-/// its message; main() calls it once, before any command runs.
+/// its message; every command that writes files calls it first thing (a string literal).
 inline void install_interrupt_cleanup(const char* prefix) {
   detail::signal_prefix.store(prefix);
   std::signal(SIGINT, detail::on_signal);

@@ -17,6 +17,7 @@
 #include "ptq/config/plan.hpp"
 #include "ptq/config/validate.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/json_parse.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -292,75 +293,26 @@ class quant_json_reader {
 template <class Float = float>
 [[nodiscard]] result<basic_resolved_config<Float>> try_read_quant_config(std::string_view text) {
   std::vector<error> diags;
-  std::vector<std::set<std::string>> seen;
-  std::string duplicate;
-  const auto cb = [&](int /*depth*/, nlohmann::ordered_json::parse_event_t ev,
-                      nlohmann::ordered_json& parsed) {
-    using ev_t = nlohmann::ordered_json::parse_event_t;
-    if (ev == ev_t::object_start)
-      seen.emplace_back();
-    if (ev == ev_t::object_end && !seen.empty())
-      seen.pop_back();
-    if (ev == ev_t::key && !seen.empty() && parsed.is_string()) {
-      if (!seen.back().insert(parsed.template get<std::string>()).second && duplicate.empty()) {
-        duplicate = parsed.template get<std::string>();
-      }
-    }
-    return true;
-  };
-  auto j = nlohmann::ordered_json::parse(text.begin(), text.end(), cb, false);
-  if (j.is_discarded()) {
-    // Find the failure position with the SAX acceptor, which reports the byte offset.
-    struct sax : nlohmann::json_sax<nlohmann::ordered_json> {
-      std::size_t byte = 0;
-      std::string what;
-      bool null() override { return true; }
-      bool boolean(bool) override { return true; }
-      bool number_integer(number_integer_t) override { return true; }
-      bool number_unsigned(number_unsigned_t) override { return true; }
-      bool number_float(number_float_t, const string_t&) override { return true; }
-      bool string(string_t&) override { return true; }
-      bool binary(binary_t&) override { return true; }
-      bool start_object(std::size_t) override { return true; }
-      bool key(string_t&) override { return true; }
-      bool end_object() override { return true; }
-      bool start_array(std::size_t) override { return true; }
-      bool end_array() override { return true; }
-      bool parse_error(std::size_t pos, const std::string&,
-                       const nlohmann::detail::exception& e) override {
-        byte = pos;
-        what = e.what();
-        return false;
-      }
-    } handler;
-    nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &handler);
-    source_position at{1, 1};
-    // nlohmann skips a leading byte order mark but counts it; columns count from after it, as
-    // format_diagnostic shows the line.
-    const std::size_t first = detail::starts_with_bom(text) ? detail::utf8_bom.size() : 0;
-    for (std::size_t i = first; i + 1 < handler.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++at.line;
-        at.column = 1;
-      } else {
-        ++at.column;
-      }
-    }
+  auto parsed = detail::parse_json_ordered(text);
+  if (!parsed.ok) {
+    const source_position at{static_cast<std::uint32_t>(parsed.line),
+                             static_cast<std::uint32_t>(parsed.column)};
     diags.push_back({errc::json_invalid,
                      severity::error,
-                     "malformed JSON: " + handler.what,
+                     "malformed JSON: " + parsed.what,
                      {at, {at.line, at.column + 1}},
                      {}});
     return result<basic_resolved_config<Float>>(std::move(diags));
   }
-  if (!duplicate.empty()) {
+  if (!parsed.duplicate.empty()) {
     diags.push_back({errc::json_invalid,
                      severity::error,
-                     "key '" + duplicate + "' appears twice in one object",
+                     "key '" + parsed.duplicate + "' appears twice in one object",
                      {},
                      {}});
     return result<basic_resolved_config<Float>>(std::move(diags));
   }
+  const auto& j = parsed.value;
   basic_resolved_config<Float> c;
   if (!detail::quant_json_reader<Float>(diags).read(j, c)) {
     return result<basic_resolved_config<Float>>(std::move(diags));

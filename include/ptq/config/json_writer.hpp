@@ -11,6 +11,7 @@
 #include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/detail/float_format.hpp"
+#include "ptq/detail/json_parse.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -78,8 +79,22 @@ void to_json(nlohmann::ordered_json& j, const basic_resolved_config<Float>& c) {
     sorted.push_back(&l);
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return a->name < b->name; });
-  for (const auto* l : sorted)
-    j[l->name] = *l;
+  // The names are unique (resolution checks them); one that is a global key replaces it, as
+  // the toolkit's Python dict would. Appending keeps the writer linear in the layers.
+  const auto global = [&](const std::string& name) {
+    for (const char* g : {"version", "batch_num", "activation_offset", "do_fusion",
+                          "fakequant_precision_mode", "skip_fusion_layers"}) {
+      if (name == g)
+        return j.contains(name);
+    }
+    return false;
+  };
+  for (const auto* l : sorted) {
+    if (global(l->name))
+      j[l->name] = *l;
+    else
+      detail::append_member(j, l->name, *l);
+  }
 }
 
 namespace detail {

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -47,6 +49,7 @@ class config_resolver {
     if (error_count() != errors_before)
       return std::nullopt;
     check_names(layers);
+    index_config();
 
     basic_resolved_config<Float> out;
     out.batch_num = c_.batch_num.value_or(defaults::batch_num);
@@ -88,26 +91,24 @@ class config_resolver {
   }
 
   void check_layer_list(const std::vector<layer_info>& layers) {
+    std::unordered_set<std::string_view> names;
+    names.reserve(layers.size());
     for (std::size_t i = 0; i < layers.size(); ++i) {
       if (layers[i].name.empty()) {
         error(errc::bad_layer_list, "layer " + std::to_string(i) + " of the layer list has no name",
               {});
-      }
-      for (std::size_t j = 0; j < i; ++j) {
-        if (layers[j].name == layers[i].name && !layers[i].name.empty()) {
-          error(errc::bad_layer_list, "the layer list names layer '" + layers[i].name + "' twice",
-                {});
-          break;
-        }
+      } else if (!names.insert(layers[i].name).second) {
+        error(errc::bad_layer_list, "the layer list names layer '" + layers[i].name + "' twice",
+              {});
       }
     }
   }
 
-  static const layer_info* find(const std::vector<layer_info>& layers, std::string_view name) {
-    return find_by(layers, &layer_info::name, name);
-  }
-
-  std::string closest(const std::vector<layer_info>& layers, std::string_view name) const {
+  /// The nearest layer name, for the note of an unknown one; only the first few unknown names
+  /// get one, as each costs a pass over every layer name.
+  std::string closest(const std::vector<layer_info>& layers, std::string_view name) {
+    if (++suggestions_ > max_suggestions)
+      return {};
     std::vector<std::string_view> names;
     for (const auto& l : layers)
       names.push_back(l.name);
@@ -115,15 +116,17 @@ class config_resolver {
   }
 
   void check_names(const std::vector<layer_info>& layers) {
+    const name_index<layer_info> index(layers, &layer_info::name);
+    const auto find = [&](std::string_view name) { return index.find(name); };
     for (const auto& s : c_.skip_layers) {
-      if (!find(layers, s.value)) {
+      if (!find(s.value)) {
         error(errc::unknown_layer,
               "skip_layers names layer '" + s.value + "', which is not in the model", s.where,
               closest(layers, s.value));
       }
     }
     for (const auto& o : c_.override_layer_configs) {
-      if (o.layer_name.has_value() && !find(layers, *o.layer_name)) {
+      if (o.layer_name.has_value() && !find(*o.layer_name)) {
         error(
             errc::unknown_layer,
             "override_layer_configs names layer '" + *o.layer_name + "', which is not in the model",
@@ -131,7 +134,7 @@ class config_resolver {
       }
     }
     for (const auto& s : c_.skip_fusion_layers) {
-      const auto* l = find(layers, s.value);
+      const auto* l = find(s.value);
       if (!l) {
         error(errc::unknown_layer,
               "skip_fusion_layers names layer '" + s.value + "', which is not in the model",
@@ -154,15 +157,21 @@ class config_resolver {
     }
   };
 
+  /// The layer-name lookups of every layer's resolution, made once: the override blocks by
+  /// layer name (the last of duplicates, which are an error anyway) and the skipped names.
+  void index_config() {
+    for (const auto& o : c_.override_layer_configs) {
+      if (o.layer_name.has_value() && o.calibration_config)
+        layer_overrides_[*o.layer_name] = &*o.calibration_config;
+    }
+    for (const auto& s : c_.skip_layers)
+      skipped_layers_.insert(s.value);
+  }
+
   chosen choose(const layer_info& l) const {
     const calib* found = nullptr;
-    for (const auto& o : c_.override_layer_configs) {  // the last of duplicates is an error anyway
-      if (o.layer_name.has_value() && *o.layer_name == l.name && o.calibration_config) {
-        found = &*o.calibration_config;
-      }
-    }
-    if (found)
-      return {found, block_source::override_layer};
+    if (const auto it = layer_overrides_.find(l.name); it != layer_overrides_.end())
+      return {it->second, block_source::override_layer};
     for (const auto& o : c_.override_layer_types) {
       if (o.layer_type.has_value() && *o.layer_type == to_string(l.type) && o.calibration_config) {
         found = &*o.calibration_config;
@@ -231,10 +240,8 @@ class config_resolver {
   }
 
   bool skipped(const layer_info& l) const {
-    for (const auto& s : c_.skip_layers) {
-      if (s.value == l.name)
-        return true;
-    }
+    if (skipped_layers_.count(l.name))
+      return true;
     for (const auto& s : c_.skip_layer_types) {
       if (s.value == to_string(l.type))
         return true;
@@ -362,7 +369,11 @@ class config_resolver {
     out = w;
   }
 
+  static constexpr std::size_t max_suggestions = 20;
   const basic_amct_config<Float>& c_;
+  std::unordered_map<std::string_view, const calib*> layer_overrides_;
+  std::unordered_set<std::string_view> skipped_layers_;
+  std::size_t suggestions_ = 0;
   resolve_options opt_;
   std::vector<ptq::error>& diags_;
 };

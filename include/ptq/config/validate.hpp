@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ptq/config/diagnostics.hpp"
@@ -361,29 +363,26 @@ class config_checker {
   }
 
   static std::size_t distinct_count(const std::vector<located<std::string>>& v) {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      bool seen = false;
-      for (std::size_t j = 0; j < i && !seen; ++j)
-        seen = v[j].value == v[i].value;
-      if (!seen)
-        ++n;
-    }
-    return n;
+    std::unordered_set<std::string_view> seen;
+    for (const auto& x : v)
+      seen.insert(x.value);
+    return seen.size();
   }
 
+  /// One error per repeated name, pointing at its first occurrence; linear in the names.
   void names_unique(const std::vector<located<std::string>>& v, std::string_view field,
                     std::string_view what) {
+    std::unordered_map<std::string_view, std::size_t> first;
+    first.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (v[j].value == v[i].value) {
-          error(errc::duplicate_entry,
-                std::string(field) + " names " + std::string(what) + " '" + v[i].value +
-                    "' twice (first at " + std::to_string(v[j].where.begin.line) + ":" +
-                    std::to_string(v[j].where.begin.column) + ")",
-                v[i].where);
-          break;
-        }
+      const auto [it, fresh] = first.emplace(v[i].value, i);
+      if (!fresh) {
+        const auto& j = v[it->second];
+        error(errc::duplicate_entry,
+              std::string(field) + " names " + std::string(what) + " '" + v[i].value +
+                  "' twice (first at " + std::to_string(j.where.begin.line) + ":" +
+                  std::to_string(j.where.begin.column) + ")",
+              v[i].where);
       }
     }
   }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -329,11 +330,11 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
 [[nodiscard]] inline result<qdq_table> make_qdq_table(const record_file& record,
                                                       const model_manifest& model,
                                                       const qdq_options& opt = {}) {
+  std::unordered_set<std::string_view> manifest_names;
+  for (const auto& m : model.layers)
+    manifest_names.insert(m.desc.name);
   for (const auto& e : record.records) {
-    bool known = false;
-    for (const auto& m : model.layers)
-      known = known || m.desc.name == e.key;
-    if (!known) {
+    if (!manifest_names.count(e.key)) {
       std::string names;
       for (const auto& m : model.layers)
         names += (names.empty() ? "" : ", ") + m.desc.name;
@@ -343,8 +344,9 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
     }
   }
   qdq_table t;
+  const detail::name_index<record_entry> entries(record.records, &record_entry::key);
   for (const auto& m : model.layers) {
-    const auto* e = detail::find_by(record.records, &record_entry::key, m.desc.name);
+    const auto* e = entries.find(m.desc.name);
     if (!e)
       continue;  // not quantized
     auto l = detail::table_layer(*e, &m, opt);

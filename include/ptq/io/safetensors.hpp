@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "ptq/core/mapped_file.hpp"
 #include "ptq/core/read_file.hpp"
 #include "ptq/core/stored_values.hpp"
+#include "ptq/detail/json_parse.hpp"
 #include "ptq/io/atomic_file.hpp"
 
 namespace ptq {
@@ -235,9 +237,14 @@ inline result<stored_tensor_view> safetensors_file::stored(std::string_view name
                                       " bytes)");
   }
   const std::string_view header(bytes.data() + 8, static_cast<std::size_t>(n));
-  const auto j = nlohmann::json::parse(header.begin(), header.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  const auto parsed = ptq::detail::parse_json_ordered(header);
+  if (!parsed.ok || !parsed.value.is_object())
     return fail(errc::bad_header, "header is not a JSON object");
+  if (!parsed.duplicate.empty()) {  // nlohmann's own parser would keep the last one silently
+    return fail(errc::bad_header,
+                "the header names '" + parsed.duplicate + "' twice (a tensor or a key of one)");
+  }
+  const auto& j = parsed.value;
   safetensors_file out;
   out.data_offset = 8 + static_cast<std::size_t>(n);
   const std::size_t data_size = bytes.size() - out.data_offset;
@@ -346,10 +353,15 @@ struct named_tensor {
       m[k] = v;
   }
   std::size_t offset = 0;
+  std::unordered_set<std::string_view> names;  // appended: linear in the tensors
   for (const auto& t : tensors) {
     const std::size_t bytes = t.data.size() * 4;
-    header[t.name] = {
+    nlohmann::ordered_json entry = {
         {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    if (names.insert(t.name).second && t.name != "__metadata__")
+      ptq::detail::append_member(header, t.name, std::move(entry));
+    else
+      header[t.name] = std::move(entry);
     offset += bytes;
   }
   std::string h = header.dump();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -260,18 +261,19 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
                      i < where.size() ? where[i] : source_region{},
                      {}});
   };
+  std::unordered_set<std::string_view> keys;
+  keys.reserve(rec.records.size());
+  std::optional<detail::name_index<record_layer_shape>> shapes;
+  if (layers)
+    shapes.emplace(*layers, &record_layer_shape::name);
   for (std::size_t i = 0; i < rec.records.size(); ++i) {
     const auto& e = rec.records[i];
     const auto& r = e.value;
-    for (std::size_t j = 0; j < i; ++j) {
-      if (rec.records[j].key == e.key) {
-        fail(errc::record_duplicate_key, i, "the key appears twice");
-        break;
-      }
-    }
+    if (!keys.insert(e.key).second)
+      fail(errc::record_duplicate_key, i, "the key appears twice");
     const record_layer_shape* shape = nullptr;
     if (layers) {
-      shape = detail::find_by(*layers, &record_layer_shape::name, e.key);
+      shape = shapes->find(e.key);
       if (!shape)
         fail(errc::record_unknown_layer, i, "no quantizable layer has this name");
     }

@@ -9,12 +9,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/json_parse.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq {
@@ -56,8 +58,13 @@ inline void to_json(nlohmann::ordered_json& j, const layer_record& r) {
 
 inline void to_json(nlohmann::ordered_json& j, const record_file& rec) {
   j = nlohmann::ordered_json::object();
-  for (const auto& e : rec.records)
-    j[e.key] = e.value;
+  std::unordered_set<std::string_view> keys;  // a repeated key replaces the entry, as before
+  for (const auto& e : rec.records) {
+    if (keys.insert(e.key).second)
+      detail::append_member(j, e.key, e.value);
+    else
+      j[e.key] = e.value;
+  }
 }
 
 namespace detail {
@@ -174,10 +181,17 @@ namespace detail {
 /// Reads the JSON form and applies the record checks (`validate_record`). Never throws.
 [[nodiscard]] inline result<record_file> try_read_record_json(
     std::string_view text, const std::vector<record_layer_shape>* layers = nullptr) {
-  const auto j = nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded())
-    return make_error(errc::record_value_invalid, "the record is not valid JSON");
-  auto parsed = detail::record_from_json(j);
+  const auto doc = detail::parse_json_ordered(text);
+  if (!doc.ok) {
+    return make_error(errc::record_value_invalid, "the record is not valid JSON at " +
+                                                      std::to_string(doc.line) + ":" +
+                                                      std::to_string(doc.column) + ": " + doc.what);
+  }
+  if (!doc.duplicate.empty()) {
+    return make_error(errc::record_duplicate_key,
+                      "key '" + doc.duplicate + "' appears twice in one object of the record");
+  }
+  auto parsed = detail::record_from_json(doc.value);
   if (!parsed)
     return parsed;
   record_file rec = std::move(parsed).value();

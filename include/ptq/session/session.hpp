@@ -28,6 +28,7 @@
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/find.hpp"
 #include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
 #include "ptq/session/layer.hpp"
@@ -70,9 +71,10 @@ class calibration_session {
     s.options_ = std::move(options);
     s.plan_ = plan.value();
     s.fp16_ = config.fakequant_precision_mode.has_value();
+    const detail::name_index<resolved_layer> plans(s.plan_.layers, &resolved_layer::name);
     for (auto& l : layers) {
       session_layer sl;
-      sl.plan = *s.plan_.find(l.name);
+      sl.plan = *plans.find(l.name);
       sl.plan.type = l.type;
       sl.desc = std::move(l);
       if (auto st = check_layer_desc(sl.desc); !st)
