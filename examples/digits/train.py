@@ -129,7 +129,7 @@ def main():
         {"name": "pool", "type": "AvgPool2d", "kernel_size": [2, 2], "stride": [2, 2]},
         {"name": "fc", "type": "Linear", "weight": "fc.weight", "bias": "fc.bias",
          "flatten": True},
-    ], "input_shape": [1, 8, 8], "fp32_test_accuracy": acc, "seed": SEED}
+    ], "input_shape": [1, 8, 8], "metadata": {"fp32_test_accuracy": acc, "seed": SEED}}
     with open(os.path.join(HERE, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

@@ -335,7 +335,7 @@ TEST_CASE("IFMR observer: batches, edge cases, errors", "[algorithms][ifmr]") {
   std::vector<float> bad = {1.0f, 2.0f, HUGE_VALF};
   auto e = obs.observe(bad.data(), bad.size());
   CHECK(e.error().code == ptq::errc::non_finite);
-  CHECK(e.error().message == "activation batch 1: +Inf at flat index 2");
+  CHECK(e.error().message == "activation batch 2: +Inf at flat index 2");
 
   // §8 self-check: multiples of 1/255 over [0, 1] -> scale 1/255, offset -128
   std::vector<float> grid;
@@ -449,7 +449,7 @@ TEST_CASE("HFMG edge cases", "[algorithms][hfmg]") {
   // errors
   std::vector<float> bad = {0.0f, std::nanf("")};
   CHECK(om.observe(bad.data(), bad.size()).error().message ==
-        "activation batch 2: NaN at flat index 1");
+        "activation batch 3: NaN at flat index 1");
   ptq::hfmg_observer none;
   CHECK(none.finalize().error().code == ptq::errc::no_data);
 }

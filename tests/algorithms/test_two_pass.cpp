@@ -157,26 +157,26 @@ TEST_CASE("two_pass_observer reports misuse and changed batches", "[two_pass]") 
   for (std::size_t b = 0; b < bs.size(); ++b)
     REQUIRE(o.observe(b, bs[b].data(), bs[b].size()).ok());
   CHECK(o.observe(1, bs[1].data(), bs[1].size()).error().message ==
-        "conv1 input: batch 1 was already observed");
+        "conv1 input: batch 2 was already observed");
   REQUIRE(o.next_pass().ok());
   const auto e = o.observe(2, bs[2].data(), bs[2].size() - 1).error();
   CHECK(e.code == ptq::errc::state_mismatch);
   CHECK(e.message ==
-        "conv1 input batch 2: 4094 elements in pass 2, 4095 in pass 1 (the batch changed "
+        "conv1 input batch 3: 4094 elements in pass 2, 4095 in pass 1 (the batch changed "
         "between passes)");
   CHECK(o.finalize().error().message == "conv1 input: IFMR: pass 2 summed 0 of 9 blocks");
 
   ptq::two_pass_observer few(s);
   REQUIRE(few.begin(10).ok());
   const auto more = few.observe(0, bs[0].data(), bs[0].size()).error();
-  CHECK(more.message == "activation batch 0: 1000 elements observed, more than the 10 announced");
+  CHECK(more.message == "activation batch 1: 1000 elements observed, more than the 10 announced");
 
   ptq::activation_settings h;
   h.algo = ptq::activation_algo::hfmg;
   ptq::two_pass_observer ho(h);
   REQUIRE(ho.begin(0).ok());
   REQUIRE(ho.observe(1, bs[1].data(), bs[1].size()).ok());
-  CHECK(ho.next_pass().error().message == "activation: HFMG: pass 1 has no batch 0");
+  CHECK(ho.next_pass().error().message == "activation: HFMG: pass 1 has no batch 1");
 }
 
 TEST_CASE("state wire format: round trip and exact errors", "[two_pass][wire]") {
@@ -295,7 +295,7 @@ TEST_CASE("every state kind round-trips through its wire format", "[two_pass][wi
   REQUIRE(observe(again.value(), 5, bs[5].data(), bs[5].size(), k).ok());
   const auto both = merge(again.value(), hb.value()).error();
   CHECK(both.code == ptq::errc::state_mismatch);
-  CHECK(both.message == "HFMG bins: batch 5 is in both states");
+  CHECK(both.message == "HFMG bins: batch 6 is in both states");
 }
 
 TEST_CASE("channel absmax state: the DMQ absmax of all batches, merged in any grouping",
@@ -477,8 +477,8 @@ TEST_CASE("observers on float16 batches: the errors of the converted batches",
     REQUIRE_FALSE(eb.ok());
     CHECK(ea.error().message == eb.error().message);
     CHECK(ea.error().message ==
-          "activation batch 1: NaN at flat index " + std::to_string(2 * block + 5));
-    // The failed batch is not kept: the next batch is batch 1 again, and the results agree.
+          "activation batch 2: NaN at flat index " + std::to_string(2 * block + 5));
+    // The failed batch is not kept: the next batch is batch 2 again, and the results agree.
     bad[2 * block + 5] = 0x3C00;
     bad[2 * block + 9] = 0x4000;
     REQUIRE(a.observe(as_stored(bad)).ok());
@@ -488,6 +488,6 @@ TEST_CASE("observers on float16 batches: the errors of the converted batches",
     const auto za = a.observe(as_stored({}));
     REQUIRE_FALSE(za.ok());
     CHECK(za.error().code == ptq::errc::empty_tensor);
-    CHECK(za.error().message == "activation batch 2: empty tensor");
+    CHECK(za.error().message == "activation batch 3: empty tensor");
   }
 }

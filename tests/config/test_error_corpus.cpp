@@ -162,6 +162,8 @@ const parse_case parse_cases[] = {
     {"step wider than the range", "common_config {\n  ifmr_quantize {\n    search_range_start: 0.7\n    search_range_end: 0.8\n    search_step: 0.2\n  }\n}\n", errc::search_step_invalid, {5, 18}},
     {"negative step", "common_config { ifmr_quantize { search_step: -0.01 } }", errc::search_step_invalid, {1, 46}},
     {"infinite step", "common_config { ifmr_quantize { search_step: inf } }", errc::search_step_invalid, {1, 46}},
+    {"step giving 600,000,000 candidates", "common_config { ifmr_quantize { search_step: 1e-9 } }", errc::search_step_invalid, {1, 46}},
+    {"layer step giving too many candidates", "override_layer_configs {\n  layer_name: \"a\"\n  calibration_config {\n    ifmr_quantize { search_step: 1e-12 }\n  }\n}\n", errc::search_step_invalid, {4, 34}},
     // ---- 304 num_of_bins_invalid ------------------------------------------------------------
     {"num_of_bins 1000", "common_config { hfmg_quantize { num_of_bins: 1000 } }", errc::num_of_bins_invalid, {1, 46}},
     {"num_of_bins 0 in an override", "override_layer_types {\n  layer_type: \"Linear\"\n  calibration_config { hfmg_quantize { num_of_bins: 0 } }\n}\n", errc::num_of_bins_invalid, {3, 53}},
@@ -408,14 +410,14 @@ struct layer_list_case {
 const layer_list_case layer_list_cases[] = {
     {"not json", "is not valid JSON"},
     {R"({"name": "a", "type": "Conv2d"})", "must be a JSON array"},
-    {"[1]", "layer list entry 0 is not an object"},
+    {"[1]", "layer list entry 1 is not an object"},
     {R"([{"name": "a", "type": "Conv2d", "kind": 1}])", "unknown key 'kind'"},
     {R"([{"type": "Conv2d"}])", "needs a string \"name\""},
     {R"([{"name": "a"}])", "('a') needs a string \"type\""},
     {R"([{"name": "a", "type": "LSTM"}])", "which ptq does not calibrate"},
     {R"([{"name": "a", "type": "Linear", "bias": "yes"}])", "\"bias\" must be true or false"},
     {R"([{"name": "a", "type": "Conv2d", "in_channels": 0}])", "\"in_channels\" must be a positive integer"},
-    {R"([{"name": "a", "type": "Conv2d"}, {"name": "b", "type": "Conv2d", "groups": -1}])", "layer list entry 1 ('b'): \"groups\" must be a positive integer"},
+    {R"([{"name": "a", "type": "Conv2d"}, {"name": "b", "type": "Conv2d", "groups": -1}])", "layer list entry 2 ('b'): \"groups\" must be a positive integer"},
 };
 // clang-format on
 

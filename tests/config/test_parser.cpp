@@ -217,3 +217,29 @@ TEST_CASE("the throwing API renders the errors", "[parser]") {
   CHECK_THROWS_AS(ptq::parse_config_file("/nonexistent/file.cfg"), ptq::exception);
 }
 #endif
+
+TEST_CASE("a CR alone ends a line, comments included, with a warning (W607)", "[parser]") {
+  // Classic Mac OS line ends: protobuf's text format reads a lone CR as a space, so its first
+  // comment would run to the end of the file and the config would check as empty.
+  const auto cr =
+      ptq::try_parse_config("# global\rbatch_num: 5\r# more\ractivation_offset: false\r");
+  REQUIRE(cr.ok());
+  CHECK(cr->batch_num.value_or(0) == 5);
+  CHECK(cr->activation_offset.value_or(true) == false);
+  const auto w = cr.warnings();
+  REQUIRE(w.size() == 1);
+  CHECK(w[0].code == ptq::errc::lone_cr_line_end);
+  CHECK(w[0].where.begin.line == 1);
+  CHECK(w[0].where.begin.column == 9);
+  // Errors after a CR are on their line, and the rendered source line is that line alone.
+  const std::string bad = "batch_num: 1\rbatch_nun: 2\r";
+  const auto e = ptq::try_parse_config(bad);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().where.begin.line == 2);
+  const auto shown = ptq::format_diagnostic(e.error(), bad, "mac.cfg");
+  CHECK(shown.rfind("mac.cfg:2:1: error:", 0) == 0);
+  CHECK(shown.find(" 2 | batch_nun: 2\n") != std::string::npos);
+  // CR LF and LF files: no warning.
+  CHECK(ptq::try_parse_config("# a\r\nbatch_num: 5\r\n").warnings().empty());
+  CHECK(ptq::try_parse_config("# a\nbatch_num: 5\n").warnings().empty());
+}

@@ -94,6 +94,14 @@ TEST_CASE("nothing left to quantize is an error", "[resolve]") {
   CHECK(r.error().code == ptq::errc::nothing_to_quantize);
 }
 
+TEST_CASE("an empty layer list says so, not that skip_layers skips everything", "[resolve]") {
+  const auto r = ptq::resolve_config(parse_ok(""), {});
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.diagnostics().size() == 1);
+  CHECK(r.error().code == ptq::errc::bad_layer_list);
+  CHECK(r.error().message == "the layer list is empty: the model has no layer to quantize");
+}
+
 TEST_CASE("a malformed layer list is an error", "[resolve]") {
   const std::vector<ptq::layer_info> layers{layer("a", layer_type::conv2d),
                                             layer("a", layer_type::linear)};
@@ -228,4 +236,14 @@ TEST_CASE("INT4 weights fall back to 8 bits on grouped or odd-Cin layers", "[res
       {grouped});
   REQUIRE_FALSE(over.ok());
   CHECK(over.error().code == ptq::errc::unsupported_setting);
+}
+
+TEST_CASE("a layer list's unknown key names its entry from 1 and the key it resembles",
+          "[resolve][layers]") {
+  const auto r = ptq::try_read_layer_list(
+      R"([{"name": "conv1", "type": "Conv2d"}, {"name": "fc", "typ": "Linear"}])");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ptq::errc::bad_layer_list);
+  CHECK(r.error().message == "layer list entry 2 has unknown key 'typ'");
+  CHECK(r.error().note == "did you mean 'type'?");
 }

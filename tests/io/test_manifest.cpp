@@ -55,7 +55,7 @@ TEST_CASE("manifest: layers, tensors and attributes", "[io][manifest]") {
 TEST_CASE("manifest: malformed entries are exact errors", "[io][manifest]") {
   CHECK(manifest_error("[]") == "the manifest must be a JSON object with a \"layers\" list");
   CHECK(manifest_error(R"({"layers": [{"type": "Linear"}]})") ==
-        "layer 0: needs a string \"name\"");
+        "layer 1: needs a string \"name\"");
   CHECK(manifest_error(R"({"layers": [{"name": "fc", "type": "LSTM"}]})") ==
         "layer 'fc': type \"LSTM\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, "
         "ConvTranspose1d, ConvTranspose2d, Linear, AvgPool2d)");
@@ -81,4 +81,46 @@ TEST_CASE("manifest: malformed entries are exact errors", "[io][manifest]") {
   CHECK(manifest_error(R"({"layers": [{"name": "fc", "type": "Linear", "weight": "fc.weight",
                                         "activation": {"type": "RReLU", "lower": null}}]})") ==
         "layer 'fc': RReLU \"lower\" and \"upper\" must be numbers");
+}
+
+TEST_CASE("manifest: unknown keys and conv attributes out of range are errors", "[io][manifest]") {
+  const auto note_of = [](std::string_view text) {
+    const auto r = ptq::parse_manifest(text, weights());
+    REQUIRE_FALSE(r.ok());
+    return r.error().note;
+  };
+  // A typo calibrated the conv unfused with no word: now it is E804 with the nearest key.
+  const char* typo = R"({"layers": [{"name": "c", "type": "Conv2d", "weight": "fc.weight",
+                                     "batchnorm": {"weight": "bn.w"}}]})";
+  CHECK(manifest_error(typo) == "layer 'c': unknown key \"batchnorm\"");
+  CHECK(note_of(typo) == "did you mean 'batch_norm'?");
+  CHECK(manifest_error(R"({"layer": []})") == "the manifest: unknown key \"layer\"");
+  CHECK(manifest_error(R"({"layers": [{"name": "fc", "type": "Linear", "weight": "fc.weight",
+                                        "stride": [1]}]})") ==
+        "layer 'fc': unknown key \"stride\"");
+  CHECK(manifest_error(R"({"layers": [{"name": "p", "type": "AvgPool2d", "kernel_size": 2,
+                                        "weight": "fc.weight"}]})") ==
+        "layer 'p': unknown key \"weight\"");
+  CHECK(manifest_error(R"({"layers": [{"name": "c", "type": "Conv2d", "weight": "fc.weight",
+                                        "batch_norm": {"weight": "bn.w", "epsilon": 1}}]})") ==
+        "layer 'c': batch_norm: unknown key \"epsilon\"");
+  CHECK(manifest_error(R"({"layers": [{"name": "fc", "type": "Linear", "weight": "fc.weight",
+                                        "activation": {"type": "ReLU", "inplace": true}}]})") ==
+        "layer 'fc': activation: unknown key \"inplace\"");
+  // metadata holds anything.
+  CHECK(ptq::parse_manifest(R"({"metadata": {"seed": 1}, "layers": []})", weights()).ok());
+
+  const auto conv = [](const std::string& attr) {
+    return R"({"layers": [{"name": "c", "type": "Conv2d", "weight": "fc.weight", )" + attr + "}]}";
+  };
+  CHECK(manifest_error(conv(R"("stride": [0, 1])")) ==
+        "layer 'c': \"stride\" value 0 is outside [1, 1048576]");
+  CHECK(manifest_error(conv(R"("dilation": [1, 4000000000])")) ==
+        "layer 'c': \"dilation\" value 4000000000 is outside [1, 1048576]");
+  CHECK(manifest_error(conv(R"("padding": [1, 1, 1])")) ==
+        "layer 'c': \"padding\" has 3 values; the layer has 2 spatial dimension(s) (give 1 or 2)");
+  CHECK(manifest_error(R"({"layers": [{"name": "p", "type": "AvgPool2d", "kernel_size": 0}]})") ==
+        "layer 'p': \"kernel_size\" value 0 is outside [1, 1048576]");
+  CHECK(manifest_error("{\"layers\": [\n  {\"name\": \"c\",,}]}")
+            .rfind("the manifest is not valid JSON at 2:16: ", 0) == 0);
 }

@@ -249,11 +249,25 @@ TEST_CASE("sensitivity: ranked worst first; the skip_layers line parses", "[repo
   CHECK(s.ranked[3].layer == "d");
   CHECK(s.ranked[4].layer == "c");  // NaN last
   // median of {12, 25, 30, 31} (lower) is 25: only b is more than 6 dB below it.
+  CHECK(s.median_db == 25.0);
   CHECK(s.suggested_skip == std::vector<std::string>{"b"});
   CHECK(s.skip_layers_line == "skip_layers : \"b\"");
-  // Close scores: the worst alone.
-  const auto t = ptq::rank_sensitivity({{"x", 40.0}, {"y", 39.0}}, "m");
-  CHECK(t.suggested_skip == std::vector<std::string>{"y"});
+  // Close scores: no layer stands out, nothing is suggested.
+  const auto t = ptq::rank_sensitivity({{"x", 40.0}, {"y", 39.0}, {"z", 34.5}}, "m");
+  CHECK(t.median_db == 39.0);
+  CHECK(t.suggested_skip.empty());
+  CHECK(t.skip_layers_line.empty());
+  // The report says why: how far below the median a suggested layer is, or that none stands out.
+  ptq::calibration_report with, without;
+  with.sensitivity = s;
+  without.sensitivity = t;
+  const std::string h1 = ptq::report_to_html(with);
+  CHECK(h1.find("Standing out: b 13 dB below. Suggested config line") != std::string::npos);
+  CHECK(h1.find("id=\"no-skip\"") == std::string::npos);
+  const std::string h2 = ptq::report_to_html(without);
+  CHECK(h2.find("id=\"skip-line\"") == std::string::npos);
+  CHECK(h2.find("<p id=\"no-skip\">No layer stands out: every score is within 6 dB of the "
+                "median, so no skip_layers line is suggested.</p>") != std::string::npos);
 
   const std::vector<std::string> names = {"conv1", "odd \"name\"\\x", "fc"};
   const std::string line = ptq::skip_layers_line(names);
@@ -268,6 +282,65 @@ TEST_CASE("sensitivity: ranked worst first; the skip_layers line parses", "[repo
   CHECK(ptq::skip_layers_line({}).empty());
   CHECK(ptq::combined_sqnr_db(30.0, 30.0) == Approx(30.0 - 10.0 * std::log10(2.0)));
   CHECK(ptq::combined_sqnr_db(20.0, std::nan("")) == 20.0);
+}
+
+namespace {
+// The x tick labels of an SVG chart, in order.
+std::vector<std::string> x_tick_labels(const std::string& svg) {
+  std::vector<std::string> out;
+  for (auto at = svg.find("class=\"xl\""); at != std::string::npos;
+       at = svg.find("class=\"xl\"", at + 1)) {
+    const auto b = svg.find('>', at) + 1;
+    out.push_back(svg.substr(b, svg.find('<', b) - b));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("charts: round ticks, whole channels, markers where they are", "[report]") {
+  using ptq::detail::nice_step;
+  CHECK(nice_step(1.0) == 0.2);
+  CHECK(nice_step(0.83) == 0.2);
+  CHECK(nice_step(37.0) == 10.0);
+  CHECK(nice_step(0.0) == 1.0);
+  const auto t = ptq::detail::round_ticks(-0.13, 0.61, 0.2);
+  REQUIRE(t.size() == 4);
+  CHECK(t[0].second == "0");
+  CHECK(t[1].second == "0.2");
+  CHECK(t[2].second == "0.4");
+  CHECK(t[3].second == "0.6");
+  CHECK(t[3].first == 3 * 0.2);
+
+  // One channel: one tick, "0", under the middle of its bar (x 66 + 350 / 2).
+  ptq::detail::plot_spec one;
+  one.bars = true;
+  one.index_x = true;
+  one.x = {0.0, 1.0};
+  one.y = {0.25};
+  const std::string svg1 = ptq::detail::svg_plot(one);
+  CHECK(x_tick_labels(svg1) == std::vector<std::string>{"0"});
+  CHECK(svg1.find("class=\"xl\" x=\"241\"") != std::string::npos);
+  // Ten channels: whole-number ticks 0, 2, 4, 6, 8.
+  ptq::detail::plot_spec ten = one;
+  ten.x.clear();
+  for (int i = 0; i <= 10; ++i)
+    ten.x.push_back(i);
+  ten.y.assign(10, 1.0);
+  CHECK(x_tick_labels(ptq::detail::svg_plot(ten)) ==
+        std::vector<std::string>{"0", "2", "4", "6", "8"});
+
+  // A clip range wider than the data is drawn where it is: the axis spans [-1, 4], the
+  // data [0, 2], the clip markers at -1 (the frame's left edge, 66) and 4 (its right, 416).
+  ptq::detail::plot_spec h;
+  h.bars = true;
+  h.x = {0.0, 1.0, 2.0};
+  h.y = {5.0, 7.0};
+  h.markers = {{-1.0, "clip min", "clip"}, {4.0, "clip max", "clip"}};
+  const std::string svg2 = ptq::detail::svg_plot(h);
+  CHECK(x_tick_labels(svg2) == std::vector<std::string>{"-1", "0", "1", "2", "3", "4"});
+  CHECK(svg2.find("<line class=\"mk clip\" x1=\"66\"") != std::string::npos);
+  CHECK(svg2.find("<line class=\"mk clip\" x1=\"416\"") != std::string::npos);
+  CHECK(svg2.find("M136 ") != std::string::npos);  // the bars start at 0: 66 + 350 / 5
 }
 
 TEST_CASE("report errors: E1301 before the end, E1302 without statistics, E1303 bad input",

@@ -166,7 +166,7 @@ TEST_CASE("NaN input is an error naming the layer", "[session]") {
   const auto st = s.feed("conv", ptq::as_tensor_ref(x, "conv input"));
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ptq::errc::non_finite);
-  CHECK(st.error().message == "conv input batch 0: NaN at flat index 27");
+  CHECK(st.error().message == "conv input batch 1: NaN at flat index 27");
 }
 
 TEST_CASE("DMQ: factors from the first input, weights times s, inputs divided by s", "[session]") {
@@ -551,7 +551,7 @@ TEST_CASE("bounded memory: two passes over the batches, the one-pass record; mis
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().code == ptq::errc::session_input_invalid);
   CHECK(e.error().message ==
-        "conv: batch 1 has 64 elements, the layer's first batch had 32; two-pass calibration "
+        "conv: batch 2 has 64 elements, the layer's first batch had 32; two-pass calibration "
         "(--memory bounded, --mpi) needs batches of one size");
 }
 
@@ -678,7 +678,7 @@ TEST_CASE("float16 batches (stored_tensor_ref): the records and errors of their 
   auto st = s.feed("conv", stored(nan));
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ptq::errc::non_finite);
-  CHECK(st.error().message == "conv input batch 0: NaN at flat index 27");
+  CHECK(st.error().message == "conv input batch 1: NaN at flat index 27");
   auto short_ref = stored(batches[0]);
   short_ref.values.count = 99;
   st = s.feed("conv", short_ref);

@@ -179,7 +179,11 @@ def browser_check(name, html_path, report, tmp, save_png=None):
             check(plots >= 2, name + ": layer %s has its plots (%d)" % (l["name"], plots))
             check('<svg class="plot hist"' in found[sid], name + ": %s histogram" % l["name"])
     check(len(sections) == len(expected), name + ": one section per layer")
-    check('id="skip-line"' in dom, name + ": the suggested skip_layers line is shown")
+    if report["sensitivity"]["suggested_skip_layers"]:
+        check('id="skip-line"' in dom, name + ": the suggested skip_layers line is shown")
+    else:
+        check('id="no-skip"' in dom and 'id="skip-line"' not in dom,
+              name + ": no layer stands out, and the report says so instead of a skip_layers line")
     png = os.path.join(tmp, name + ".png")
     profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
     code, _, err = chromium(["--screenshot=" + png, "--window-size=1200,1500",

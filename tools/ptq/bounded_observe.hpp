@@ -73,7 +73,7 @@ namespace ptq_cli {
     if (!t)
       return ptq::make_error(ptq::errc::read_failed, paths[b]);
     auto st = ptq::observe(h, t->data(), t->size(), s.num_of_bins, numeric_kernels(),
-                           "activation batch " + std::to_string(b));
+                           "activation batch " + std::to_string(b + 1));
     if (!st) {
       numeric_fail(cmd, st.error(), paths[b]);
       return st.error();

@@ -101,7 +101,7 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
     return ptq_cli::exit_error;
   opt.on_progress = progress;
   output_folder folder;
-  if (a.record.empty() && a.quant_config.empty() && a.fake_quant_weights.empty()) {
+  if (outputs_of(a).empty()) {  // no output option: the three outputs go to a new folder
     std::string tmpl = (fs::temp_directory_path() / "ptq-calibrate-XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) {
       return fail(ptq::make_error(ptq::errc::output_not_writable,

@@ -61,22 +61,33 @@ struct progress_printer {
   bool tty = ::isatty(2) != 0;
   mutable bool bar_open = false;  ///< a bar without its final newline is on the terminal
 
+  // The activation phase counts batches: the bar moves with each layer's batch, and a plain
+  // line is printed when every layer has a batch more ("activations batch 1/2 (3 layers)").
   void operator()(const ptq::progress_event& e) const {
     if (quiet || e.total == 0)
       return;
     const char* phase = phase_key(e.phase);
+    const bool batches = e.batches != 0;
     if (tty) {
       const std::size_t width = 24;
       const std::size_t filled = width * e.done / e.total;
+      std::ostringstream what;
+      if (batches)
+        what << "batch " << e.batch << "/" << e.batches << " " << e.layer;
+      else
+        what << e.done << "/" << e.total << " " << e.layer;
       std::cerr << "\r" << std::left << std::setw(12) << phase << " [" << std::string(filled, '#')
-                << std::string(width - filled, ' ') << "] " << e.done << "/" << e.total << " "
-                << std::setw(20) << e.layer << std::flush;
+                << std::string(width - filled, ' ') << "] " << std::setw(32) << what.str()
+                << std::flush;
       bar_open = e.done != e.total;
       if (e.done == e.total)
         std::cerr << '\n';
-    } else {
+    } else if (!batches) {
       std::cerr << "ptq calibrate: " << phase << " " << e.done << "/" << e.total << " " << e.layer
                 << '\n';
+    } else if (const std::size_t layers = e.total / e.batches; e.done % layers == 0) {
+      std::cerr << "ptq calibrate: " << phase << " batch " << e.done / layers << "/" << e.batches
+                << " (" << layers << (layers == 1 ? " layer" : " layers") << ")\n";
     }
   }
   // AdaRound: the iteration and the losses of the current layer.

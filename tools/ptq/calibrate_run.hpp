@@ -14,6 +14,7 @@
 #include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/config_json.hpp"
+#include "ptq/detail/visible_text.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/export.hpp"
 #include "ptq/session/manifest.hpp"
@@ -35,7 +36,8 @@ inline int fail(const ptq::error& e) {
 }
 
 inline int fail_usage(const std::string& message) {
-  std::cerr << "ptq calibrate: error: " << message << '\n';
+  std::cerr << "ptq calibrate: error: "
+            << ptq::detail::visible_text(message, ptq::detail::max_message_bytes) << '\n';
   return ptq_cli::exit_usage;
 }
 

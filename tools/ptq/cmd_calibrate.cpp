@@ -181,6 +181,23 @@ ptq::result<> write_outputs(const calibrate_args& a, const ptq::calibration_sess
   return ptq_cli::commit_outputs(out.value());
 }
 
+/// The toolkit reads batch_num batches; more files than that are named, not silently dropped.
+void warn_extra_batches(const calibrate_args& a, std::size_t batch_num) {
+  if (a.batches.size() <= batch_num)
+    return;
+  const std::size_t rest = a.batches.size() - batch_num - 1;
+  const std::string unread =
+      "'" + a.batches[batch_num] + "'" +
+      (rest == 0 ? " is" : " and the " + std::to_string(rest) + " after it are");
+  std::cerr << ptq::format_error(
+      ptq::make_warning(ptq::errc::input_ignored,
+                        "--batches: " + std::to_string(a.batches.size()) +
+                            " files for the config's batch_num " + std::to_string(batch_num) +
+                            ": " + unread + " not read",
+                        "raise batch_num in the config to calibrate on more batches"),
+      "ptq calibrate");
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -204,6 +221,7 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   if (!loaded)
     return printed ? ptq_cli::exit_error : fail(loaded.error());
   auto& [f, s] = loaded.value();
+  warn_extra_batches(a, s.plan().batch_num);
   const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
   auto batches = open_batches(a, need, [](std::size_t) { return true; });
   if (!batches)
@@ -219,6 +237,11 @@ int run_files(const calibrate_args& a, ptq::session_options opt,
   timer.lap("outputs");
   if (a.timings)
     std::cerr << timer.line() << '\n';
+  if (outputs_of(a).empty()) {
+    std::cerr << "ptq calibrate: note: no output option (--record, --quant-config, "
+                 "--fake-quant-weights, --report, --export): the results are printed, nothing was "
+                 "written\n";
+  }
   return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, seconds_since(t0));
 }
 
@@ -261,6 +284,8 @@ int run_files_mpi(const calibrate_args& a, ptq::session_options opt,
   if (!loaded)
     return fail_early(loaded.error());
   auto& [f, s] = loaded.value();
+  if (root)
+    warn_extra_batches(a, s.plan().batch_num);
   // This rank opens batch 0 (the DMQ factors), its own, and on rank 0 the last (the SQNR).
   const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
   auto batches = open_batches(a, need, [&](std::size_t b) {
@@ -405,8 +430,19 @@ const ptq_cli::register_command reg{
            }
            return run_bundled(*a, std::move(opt), p);
          }
-         if (a->config.empty())
-           return fail_usage("give the CONFIG file with --model");
+         for (const auto& b : a->batches) {
+           if (std::filesystem::path(b).extension() == ".cfg") {
+             return fail_usage("--batches: '" + b +
+                               "' is a config: --batches reads every file after it, so give "
+                               "CONFIG first (ptq calibrate CONFIG --model M --weights W "
+                               "--batches B...)");
+           }
+         }
+         if (a->config.empty()) {
+           return fail_usage(
+               "give the CONFIG file with --model, before the options (--batches reads every "
+               "file after it)");
+         }
          if (a->model.empty() || a->weights.empty() || a->batches.empty()) {
            return fail_usage(
                "CONFIG with model files needs all of --model, --weights and --batches (or no "

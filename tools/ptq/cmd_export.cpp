@@ -16,6 +16,7 @@
 #include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/config/diagnostics.hpp"
+#include "ptq/detail/visible_text.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/manifest.hpp"
 #include "ptq/session/record.hpp"
@@ -57,7 +58,8 @@ int fail_all(const std::vector<ptq::error>& diags) {
 }
 
 int usage(const std::string& message) {
-  std::cerr << "ptq export: error: " << message << '\n';
+  std::cerr << "ptq export: error: "
+            << ptq::detail::visible_text(message, ptq::detail::max_message_bytes) << '\n';
   return ptq_cli::exit_usage;
 }
 

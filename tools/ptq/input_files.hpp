@@ -20,7 +20,7 @@ namespace ptq_cli {
 /// Limits of what the tool reads: a config, manifest or layer list is a few kilobytes (the
 /// config lexer's own input limit); a tensor file holds a model's weights or a batch.
 inline constexpr std::uint64_t max_text_bytes = ptq::default_text_file_limit;      // 16 MiB
-inline constexpr std::uint64_t max_tensor_bytes = ptq::default_tensor_file_limit;  // 4 GiB
+inline constexpr std::uint64_t max_tensor_bytes = ptq::default_mapped_file_limit;  // 256 GiB
 
 /// `e` with "WHAT: " before its message.
 [[nodiscard]] inline ptq::error for_input(ptq::error e, const char* what) {

@@ -10,6 +10,7 @@
 
 #include "command.hpp"
 #include "ptq/core/error.hpp"
+#include "ptq/detail/visible_text.hpp"
 #include "ptq/version.hpp"
 
 int main(int argc, char** argv) {
@@ -29,6 +30,15 @@ int main(int argc, char** argv) {
       "2 bad command line.\nRun 'ptq <command> --help' for a command's options.");
   app.set_version_flag("--version", std::string("ptq ") + PTQ_VERSION_STRING);
   app.require_subcommand(1);
+  // CLI11's messages quote the arguments as given: shown visible, as every ptq message is.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    std::string text = CLI::FailureMessage::simple(a, e);
+    const std::string what = e.what();
+    if (text.compare(0, what.size(), what) == 0)
+      text = ptq::detail::visible_text(what, ptq::detail::max_message_bytes) +
+             text.substr(what.size());
+    return text;
+  });
 
   auto& commands = ptq_cli::registry();
   std::stable_sort(commands.begin(), commands.end(),
@@ -48,7 +58,7 @@ int main(int argc, char** argv) {
       std::string names;
       for (const auto& c : commands)
         names += (names.empty() ? "" : ", ") + c.name;
-      std::cerr << "ptq: error: unknown command '" << word << "' [E"
+      std::cerr << "ptq: error: unknown command '" << ptq::detail::quoted_value(word) << "' [E"
                 << static_cast<unsigned>(ptq::errc::unknown_command) << "]\nnote: the commands are "
                 << names << "; run 'ptq --help'\n";
       return ptq_cli::exit_usage;

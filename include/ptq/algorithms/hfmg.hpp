@@ -250,7 +250,7 @@ class hfmg_observer {
   [[nodiscard]] result<> observe(const stored_values& v) {
     if (auto st = check_settings(); !st)
       return st;
-    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
     auto mm = checked_minmax(label, v, k_, s_.threads);
     if (!mm)
       return mm.error();

@@ -39,7 +39,7 @@ struct hfmg_ranges_state {
 [[nodiscard]] inline result<> observe(hfmg_ranges_state& st, std::size_t batch, const float* x,
                                       std::size_t n, const kernels::kernel_set& k,
                                       const std::string& name = "activation") {
-  const std::string label = name + " batch " + std::to_string(batch);
+  const std::string label = name + " batch " + std::to_string(batch + 1);
   auto mm = checked_minmax(label, x, n, k.minmax);
   if (!mm)
     return mm.error();
@@ -52,7 +52,7 @@ struct hfmg_ranges_state {
   for (const auto& [b, r] : other.batches) {
     if (!st.batches.emplace(b, r).second) {
       return make_error(errc::state_mismatch,
-                        "HFMG ranges: batch " + std::to_string(b) + " is in both states");
+                        "HFMG ranges: batch " + std::to_string(b + 1) + " is in both states");
     }
   }
   return {};
@@ -65,7 +65,8 @@ struct hfmg_ranges_state {
   out.reserve(st.batches.size());
   for (const auto& [b, r] : st.batches) {
     if (b != out.size())
-      return make_error(errc::no_data, "HFMG: pass 1 has no batch " + std::to_string(out.size()));
+      return make_error(errc::no_data,
+                        "HFMG: pass 1 has no batch " + std::to_string(out.size() + 1));
     if (out.empty()) {
       out.push_back(r);
     } else {
@@ -129,7 +130,7 @@ inline void replay_batches(hfmg_bins_state& st) {
                                       std::size_t n, const kernels::kernel_set& k,
                                       const std::string& name = "activation",
                                       unsigned threads = 1) {
-  const std::string label = name + " batch " + std::to_string(batch);
+  const std::string label = name + " batch " + std::to_string(batch + 1);
   auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k, threads});
   if (!mm)
     return mm.error();
@@ -176,7 +177,7 @@ inline void replay_batches(hfmg_bins_state& st) {
   for (const auto& [b, counts] : add.pending) {
     if (b < out.folded || !out.pending.emplace(b, counts).second) {
       return make_error(errc::state_mismatch,
-                        "HFMG bins: batch " + std::to_string(b) + " is in both states");
+                        "HFMG bins: batch " + std::to_string(b + 1) + " is in both states");
     }
   }
   detail::replay_batches(out);

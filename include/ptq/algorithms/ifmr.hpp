@@ -16,7 +16,9 @@
 #include "ptq/algorithms/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/huge_pages.hpp"
+#include "ptq/core/ifmr_search_size.hpp"
 #include "ptq/core/quant.hpp"
+#include "ptq/detail/float_format.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
@@ -54,22 +56,26 @@ inline constexpr std::size_t arange_block = 16;
 /// The ratios r_0..r_{K-1} of the IFMR search.
 [[nodiscard]] inline result<std::vector<float>> ifmr_ratios(const ifmr_settings& s) {
   const double start = s.search_range_start, end = s.search_range_end, step = s.search_step;
+  const auto range = "IFMR search range [" + detail::value_text(start) + ", " +
+                     detail::value_text(end) + "] with step " + detail::value_text(step);
   if (!(step > 0.0) || !(end > start) || !std::isfinite(start) || !std::isfinite(end)) {
-    return make_error(errc::invalid_argument,
-                      "IFMR search range must have start < end and step > 0");
+    return make_error(errc::invalid_argument, range + ": it needs start < end and step > 0");
+  }
+  const bool inclusive = s.candidates == candidate_rule::inclusive;
+  const double kd = inclusive ? ifmr_inclusive_candidate_count(start, end, step)
+                              : ifmr_toolkit_candidate_count(start, end, step);
+  if (!(kd >= 1.0) || kd > ifmr_max_candidates) {
+    return make_error(errc::invalid_argument, range + " " + ifmr_too_many_text(kd),
+                      "use a larger search_step (the toolkit's default 0.01 gives 61)");
   }
   std::vector<float> r;
-  if (s.candidates == candidate_rule::inclusive) {
-    const auto k = static_cast<std::size_t>(std::floor((end - start) / step + 0.5)) + 1;
+  if (inclusive) {
+    const auto k = static_cast<std::size_t>(kd);
     r.reserve(k);
     for (std::size_t i = 0; i < k; ++i) {
       r.push_back(static_cast<float>(start + static_cast<double>(i) * step));
     }
     return r;
-  }
-  const double kd = std::ceil((end - start) / step);
-  if (!(kd >= 1.0) || kd > 1e7) {
-    return make_error(errc::invalid_argument, "IFMR candidate count out of range");
   }
   const auto k = static_cast<std::size_t>(kd);
   r.resize(k);
@@ -237,7 +243,7 @@ class ifmr_observer {
 
   /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
-    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
     auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k_, s_.threads});
     if (!mm)
       return mm.error();
@@ -250,7 +256,7 @@ class ifmr_observer {
   [[nodiscard]] result<> observe(const stored_values& v) {
     if (const float* x = v.in_place())
       return observe(x, v.count);
-    const std::string label = name_ + " batch " + std::to_string(state_.batches);
+    const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
     const std::size_t old = state_.data.size();
     state_.data.resize(old + v.count);
     convert_stored(v, state_.data.data() + old, s_.threads);

@@ -77,7 +77,7 @@ void keep_first(std::vector<float>& v, std::uint64_t k, Before before) {
     sizes.resize(batch + 1, 0);
   if (sizes[batch] != 0) {
     return make_error(errc::state_mismatch,
-                      name + ": batch " + std::to_string(batch) + " was already observed");
+                      name + ": batch " + std::to_string(batch + 1) + " was already observed");
   }
   sizes[batch] = n;
   return {};
@@ -113,13 +113,13 @@ void keep_extremes(std::vector<float>& kept, const float* x, std::size_t n, std:
 [[nodiscard]] inline result<> observe(ifmr_tails_state& t, std::size_t batch, const float* x,
                                       std::size_t n, const kernels::kernel_set& k,
                                       const std::string& name = "activation") {
-  const std::string label = name + " batch " + std::to_string(batch);
+  const std::string label = name + " batch " + std::to_string(batch + 1);
   auto mm = checked_minmax(label, x, n, k.minmax);
   if (!mm)
     return mm.error();
   if (batch < t.sizes.size() && t.sizes[batch] != 0) {
     return make_error(errc::state_mismatch,
-                      name + ": batch " + std::to_string(batch) + " was already observed");
+                      name + ": batch " + std::to_string(batch + 1) + " was already observed");
   }
   if (t.seen() + n > t.total) {
     return make_error(errc::state_mismatch, label + ": " + std::to_string(t.seen() + n) +
@@ -177,8 +177,8 @@ struct ifmr_plan {
   p.offsets.push_back(0);
   for (std::size_t b = 0; b < t.sizes.size(); ++b) {
     if (t.sizes[b] == 0) {
-      return make_error(errc::no_data, "IFMR: pass 1 has no batch " + std::to_string(b) +
-                                           " (batches 0.." + std::to_string(t.sizes.size() - 1) +
+      return make_error(errc::no_data, "IFMR: pass 1 has no batch " + std::to_string(b + 1) +
+                                           " (batches 1.." + std::to_string(t.sizes.size()) +
                                            " are needed)");
     }
     p.offsets.push_back(p.offsets.back() + t.sizes[b]);
@@ -285,7 +285,7 @@ inline void fold_blocks(ifmr_losses_state& st) {
 [[nodiscard]] inline result<> observe(ifmr_losses_state& st, std::size_t batch, const float* x,
                                       std::size_t n, unsigned threads, const kernels::kernel_set& k,
                                       const std::string& name = "activation") {
-  const std::string label = name + " batch " + std::to_string(batch);
+  const std::string label = name + " batch " + std::to_string(batch + 1);
   if (batch >= st.seen.size()) {
     return make_error(errc::state_mismatch,
                       label + ": pass 1 had " + std::to_string(st.seen.size()) + " batches");
@@ -358,7 +358,7 @@ inline void fold_blocks(ifmr_losses_state& st) {
   for (std::size_t b = 0; b < st.seen.size(); ++b) {
     if (st.seen[b] != 0 && other.seen[b] != 0) {
       return make_error(errc::state_mismatch,
-                        "IFMR losses: batch " + std::to_string(b) + " is in both states");
+                        "IFMR losses: batch " + std::to_string(b + 1) + " is in both states");
     }
   }
   // A block is folded only when every block before it is whole in the same state, so at most

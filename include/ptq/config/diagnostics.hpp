@@ -32,23 +32,31 @@ inline constexpr std::string_view utf8_bom = "\xEF\xBB\xBF";
   return text.substr(0, utf8_bom.size()) == utf8_bom;
 }
 
+/// The end of the line that starts at `pos`: the next LF, or a CR not followed by one (the
+/// lexer's line ends); `text.size()` at the end.
+[[nodiscard]] inline std::size_t line_end(std::string_view text, std::size_t pos) noexcept {
+  const auto nl = text.find_first_of("\r\n", pos);
+  return nl == std::string_view::npos ? text.size() : nl;
+}
+
+/// Where the line after the one ending at `end` starts (past a CR LF pair as one line end).
+[[nodiscard]] inline std::size_t next_line(std::string_view text, std::size_t end) noexcept {
+  if (end < text.size() && text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n')
+    return end + 2;
+  return end + 1;
+}
+
 inline std::string_view line_of(std::string_view text, std::uint32_t line) noexcept {
   if (starts_with_bom(text))
     text.remove_prefix(utf8_bom.size());
   std::size_t pos = 0;
   for (std::uint32_t l = 1; l < line; ++l) {
-    const auto nl = text.find('\n', pos);
-    if (nl == std::string_view::npos)
+    const auto end = line_end(text, pos);
+    if (end == text.size())
       return {};
-    pos = nl + 1;
+    pos = next_line(text, end);
   }
-  auto end = text.find('\n', pos);
-  if (end == std::string_view::npos)
-    end = text.size();
-  auto out = text.substr(pos, end - pos);
-  if (!out.empty() && out.back() == '\r')
-    out.remove_suffix(1);
-  return out;
+  return text.substr(pos, line_end(text, pos) - pos);
 }
 
 /// The source line `text` and the marker line under it for the bytes [col, col + width): at

@@ -2,6 +2,7 @@
 // (`ptq resolve --layers`), with nlohmann_json. Never throws.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,6 +14,8 @@
 #include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
+#include "ptq/detail/json_parse.hpp"
+#include "ptq/detail/suggest.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -21,26 +24,29 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// "groups": 1}, ...]`; `bias`, `in_channels` and `groups` are optional. Never throws.
 [[nodiscard]] inline result<std::vector<layer_info>> try_read_layer_list(std::string_view text) {
   using R = result<std::vector<layer_info>>;
-  auto fail = [](std::string message) {
-    return R(
-        std::vector<error>{{errc::bad_layer_list, severity::error, std::move(message), {}, {}}});
+  auto fail = [](std::string message, std::string note = {}) {
+    return R(std::vector<error>{
+        {errc::bad_layer_list, severity::error, std::move(message), {}, std::move(note)}});
   };
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded())
-    return fail("the layer list is not valid JSON");
+  if (j.is_discarded()) {
+    const auto where = detail::parse_json_ordered(text);
+    return fail("the layer list is not valid JSON at " + std::to_string(where.line) + ":" +
+                std::to_string(where.column) + ": " + where.what);
+  }
   if (!j.is_array())
     return fail("the layer list must be a JSON array of {\"name\", \"type\"} objects");
   std::vector<layer_info> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const auto& e = j[i];
-    const std::string at = "layer list entry " + std::to_string(i);
+    const std::string at = "layer list entry " + std::to_string(i + 1);  // counted from 1
     if (!e.is_object())
       return fail(at + " is not an object");
+    static const std::vector<std::string_view> known = {"name", "type", "bias", "in_channels",
+                                                        "groups"};
     for (const auto& [key, v] : e.items()) {
-      if (key != "name" && key != "type" && key != "bias" && key != "in_channels" &&
-          key != "groups") {
-        return fail(at + " has unknown key '" + key + "'");
-      }
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        return fail(at + " has unknown key '" + key + "'", detail::suggest(key, known));
     }
     layer_info l;
     if (!e.contains("name") || !e["name"].is_string())

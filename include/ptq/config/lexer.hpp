@@ -142,8 +142,14 @@ class lexer {
   [[nodiscard]] source_position position() const noexcept { return pos_; }
 
  private:
+  /// A line ends at LF, or at a CR that no LF follows (classic Mac OS files: a comment there
+  /// ends at the CR, never at the end of the file; the parser warns, W607).
+  [[nodiscard]] bool at_line_end() const noexcept {
+    return text_[i_] == '\n' ||
+           (text_[i_] == '\r' && (i_ + 1 == text_.size() || text_[i_ + 1] != '\n'));
+  }
   void advance() noexcept {
-    if (text_[i_] == '\n') {
+    if (at_line_end()) {
       ++pos_.line;
       pos_.column = 1;
     } else {
@@ -162,7 +168,7 @@ class lexer {
       if (detail::is_space(c)) {
         advance();
       } else if (c == '#') {
-        while (i_ < text_.size() && text_[i_] != '\n')
+        while (i_ < text_.size() && !at_line_end())
           advance();
       } else {
         break;
@@ -192,7 +198,7 @@ class lexer {
         advance();
         break;
       }
-      if (c == '\n')
+      if (at_line_end())
         spans_lines = true;
       if (c != '\\') {
         value += c;

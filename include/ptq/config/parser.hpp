@@ -186,6 +186,26 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   }
 };
 
+/// Where the first CR that no LF follows is (line and column as the lexer counts them), or
+/// {0, 0} when there is none.
+[[nodiscard]] inline source_position first_lone_cr(std::string_view text) noexcept {
+  source_position at{1, 1};
+  std::size_t i = starts_with_bom(text) ? utf8_bom.size() : 0;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool lone_cr = c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n');
+    if (lone_cr)
+      return at;
+    if (c == '\n') {
+      ++at.line;
+      at.column = 1;
+    } else {
+      ++at.column;
+    }
+  }
+  return {};
+}
+
 }  // namespace detail
 
 /// Parses simple-config text (either dialect) into the typed model and, unless
@@ -198,6 +218,15 @@ template <class Float = float>
   if (!tree)
     return result<basic_amct_config<Float>>(tree.diagnostics());
   std::vector<error> diags;
+  if (const auto cr = detail::first_lone_cr(text); cr.line != 0) {
+    diags.push_back({errc::lone_cr_line_end,
+                     severity::warning,
+                     "this line ends with a CR alone (classic Mac OS line ends): ptq reads it as a "
+                     "line end, but protobuf's text format, and so the toolkit, reads it as a "
+                     "space, where a '#' comment hides the rest of the file",
+                     {cr, {cr.line, cr.column + 1}},
+                     "save the file with LF (or CR LF) line ends"});
+  }
   basic_amct_config<Float> config;
   detail::config_binder<Float>(diags).bind_root(tree.value(), config);
   check_required_fields(config, diags);

@@ -87,10 +87,16 @@ class config_resolver {
     diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
   }
   void warning(std::string message, source_region where) {
+    if (skipped_layer_)  // a layer the config skips runs in float: its degradations do not matter
+      return;
     diags_.push_back({errc::degraded_setting, severity::warning, std::move(message), where, {}});
   }
 
   void check_layer_list(const std::vector<layer_info>& layers) {
+    if (layers.empty()) {
+      error(errc::bad_layer_list, "the layer list is empty: the model has no layer to quantize",
+            {});
+    }
     std::unordered_set<std::string_view> names;
     names.reserve(layers.size());
     for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -226,6 +232,7 @@ class config_resolver {
     out.name = l.name;
     out.type = l.type;
     out.quant_enable = !skipped(l);
+    skipped_layer_ = !out.quant_enable;
     resolve_activation(ch, b, l, out.activation);
     if (b.dmq) {
       if (!supports_dmq(l.type)) {
@@ -236,6 +243,7 @@ class config_resolver {
       }
     }
     resolve_weight(ch, b, l, out.weight);
+    skipped_layer_ = false;
     return out;
   }
 
@@ -374,6 +382,7 @@ class config_resolver {
   std::unordered_map<std::string_view, const calib*> layer_overrides_;
   std::unordered_set<std::string_view> skipped_layers_;
   std::size_t suggestions_ = 0;
+  bool skipped_layer_ = false;  ///< resolving a layer the config skips: no W605
   resolve_options opt_;
   std::vector<ptq::error>& diags_;
 };

@@ -16,6 +16,7 @@
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/ifmr_search_size.hpp"
 #include "ptq/detail/float_format.hpp"
 
 namespace ptq {
@@ -76,14 +77,6 @@ bool step_fits_range(Float start, Float end, Float step) {
     return x.mantissa;
   };
   return scale(c) <= scale(b) - scale(a);
-}
-
-inline std::string fmt_value(double v) {
-  if (std::isinf(v))
-    return v > 0 ? "inf" : "-inf";
-  if (std::isnan(v))
-    return "nan";
-  return python_repr(v);
 }
 
 template <class Float>
@@ -266,7 +259,7 @@ class config_checker {
       const double a = num(b.dmq->migration_strength, defaults::migration_strength);
       if (!(a >= 0.2 && a <= 0.8)) {
         error(errc::migration_strength_out_of_range,
-              "migration_strength " + fmt_value(a) + " is out of range; it must be in [0.2, 0.8]",
+              "migration_strength " + value_text(a) + " is out of range; it must be in [0.2, 0.8]",
               b.dmq->migration_strength.where);
       }
     }
@@ -279,7 +272,7 @@ class config_checker {
       const double v = toolkit_double(*s);
       if (!(v > 0.0 && v < 1.0)) {
         error(errc::ada_param_out_of_range,
-              std::string(name) + " " + fmt_value(v) + " is out of range; it must be in (0, 1)",
+              std::string(name) + " " + value_text(v) + " is out of range; it must be in (0, 1)",
               s.where);
       }
     };
@@ -292,7 +285,7 @@ class config_checker {
                          : a.beta_range_start.has_value() ? a.beta_range_start.where
                                                           : a.where;
       error(errc::beta_range_invalid,
-            "beta range [" + fmt_value(start) + ", " + fmt_value(end) +
+            "beta range [" + value_text(start) + ", " + value_text(end) +
                 "] is invalid; it needs beta_range_start > beta_range_end > 0",
             where);
     }
@@ -305,7 +298,7 @@ class config_checker {
       const double v = toolkit_double(*s);
       if (!(v > 0.5 && v <= 1.0)) {
         error(errc::percentile_out_of_range,
-              std::string(name) + " " + fmt_value(v) + " is out of range; it must be in (0.5, 1]",
+              std::string(name) + " " + value_text(v) + " is out of range; it must be in (0.5, 1]",
               s.where);
       }
     };
@@ -318,7 +311,7 @@ class config_checker {
     if (!(start > 0.0) || !std::isfinite(start) || !std::isfinite(end)) {
       range_ok = false;
       error(errc::search_range_invalid,
-            "search range [" + fmt_value(start) + ", " + fmt_value(end) +
+            "search range [" + value_text(start) + ", " + value_text(end) +
                 "] is invalid; both ends must be finite and the start greater than 0",
             !std::isfinite(end) && q.search_range_end.has_value() ? q.search_range_end.where
             : q.search_range_start.has_value()                    ? q.search_range_start.where
@@ -326,7 +319,7 @@ class config_checker {
     } else if (!(start < end)) {
       range_ok = false;
       error(errc::search_range_invalid,
-            "search range [" + fmt_value(start) + ", " + fmt_value(end) +
+            "search range [" + value_text(start) + ", " + value_text(end) +
                 "] is empty; search_range_start must be less than search_range_end",
             q.search_range_end.has_value()     ? q.search_range_end.where
             : q.search_range_start.has_value() ? q.search_range_start.where
@@ -335,16 +328,23 @@ class config_checker {
     const auto step_where = q.search_step.has_value() ? q.search_step.where : q.where;
     if (!(step > 0.0) || !std::isfinite(step)) {
       error(errc::search_step_invalid,
-            "search_step " + fmt_value(step) + " must be a finite number greater than 0",
+            "search_step " + value_text(step) + " must be a finite number greater than 0",
             step_where);
     } else if (range_ok &&
                !step_fits_range(static_cast<Float>(q.search_range_start.value_or(Float(0.7f))),
                                 static_cast<Float>(q.search_range_end.value_or(Float(1.3f))),
                                 static_cast<Float>(q.search_step.value_or(Float(0.01f))))) {
       error(errc::search_step_invalid,
-            "search_step " + fmt_value(step) + " is larger than the search range " +
-                fmt_value(start) + " .. " + fmt_value(end),
+            "search_step " + value_text(step) + " is larger than the search range " +
+                value_text(start) + " .. " + value_text(end),
             step_where);
+    } else if (range_ok &&
+               !(ifmr_toolkit_candidate_count(start, end, step) <= ifmr_max_candidates)) {
+      error(errc::search_step_invalid,
+            "search_step " + value_text(step) + " over the search range " + value_text(start) +
+                " .. " + value_text(end) + " " +
+                ifmr_too_many_text(ifmr_toolkit_candidate_count(start, end, step)),
+            step_where, "use a larger search_step (the toolkit's default 0.01 gives 61)");
     }
   }
 

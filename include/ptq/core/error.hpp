@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/visible_text.hpp"
 
 #if PTQ_EXCEPTIONS
 #include <stdexcept>
@@ -79,6 +80,7 @@
   X(legacy_blocks_ignored, 604)           \
   X(degraded_setting, 605)                \
   X(fusion_skipped, 606)                  \
+  X(lone_cr_line_end, 607)                \
   X(record_value_invalid, 701)            \
   X(record_length_mismatch, 702)          \
   X(record_unknown_layer, 703)            \
@@ -115,6 +117,7 @@
   X(bundled_data_not_found, 1104)         \
   X(unknown_command, 1105)                \
   X(mpi_unavailable, 1106)                \
+  X(input_ignored, 1107)                  \
   X(export_layer_unknown, 1201)           \
   X(export_value_invalid, 1202)           \
   X(export_shape_mismatch, 1203)          \
@@ -306,22 +309,26 @@ class result<void> : public detail::result_diagnostics {
 
 /// `path:line:col: error: message [E201]` (position and path when known), then `note: ...`.
 /// The source line and caret need the text: see format_diagnostic (ptq/config/diagnostics.hpp).
+/// Path, message and note are bounded and show control bytes as `\xHH`, as there: a message
+/// that quotes a file name or a value is one line whatever the name holds.
 [[nodiscard]] inline std::string format_error(const error& e, std::string_view path = {}) {
+  using detail::max_message_bytes;
+  using detail::visible_text;
   std::string out;
   const std::string_view where = e.path.empty() ? path : std::string_view(e.path);
   if (!where.empty()) {
-    out += where;
+    out += visible_text(where, max_message_bytes);
     if (e.where.known())
       out += ':' + std::to_string(e.where.begin.line) + ':' + std::to_string(e.where.begin.column);
     out += ": ";
   }
   out += is_error(e) ? "error: " : "warning: ";
-  out += e.message;
+  out += visible_text(e.message, max_message_bytes);
   out += is_error(e) ? " [E" : " [W";
   out += std::to_string(static_cast<unsigned>(e.code));
   out += "]\n";
   if (!e.note.empty())
-    out += "note: " + e.note + '\n';
+    out += "note: " + visible_text(e.note, max_message_bytes) + '\n';
   return out;
 }
 

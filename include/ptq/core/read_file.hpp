@@ -24,8 +24,13 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// config lexer's input limit (`text_limits::max_input_bytes`, E105), 16 MiB.
 inline constexpr std::uint64_t default_text_file_limit = std::uint64_t{16} << 20;
 
-/// Default limit for tensor files (.npy, safetensors): 4 GiB. Callers can pass a larger one.
+/// Default limit for tensor files read into memory (read_npy): 4 GiB. Callers can pass a larger
+/// one.
 inline constexpr std::uint64_t default_tensor_file_limit = std::uint64_t{4} << 30;
+
+/// Default limit for tensor files that are mapped, never read whole (map_npy, safetensors):
+/// 256 GiB, for the weights of large models.
+inline constexpr std::uint64_t default_mapped_file_limit = std::uint64_t{256} << 30;
 
 namespace detail {
 

@@ -89,6 +89,15 @@ template <class T>
   return sign + out;
 }
 
+/// A value in a message: Python's repr, with inf, -inf and nan as the configs spell them.
+[[nodiscard]] inline std::string value_text(double v) {
+  if (v != v)
+    return "nan";
+  if (v == 1.0 / 0.0 || v == -1.0 / 0.0)
+    return v > 0 ? "inf" : "-inf";
+  return python_repr(v);
+}
+
 }  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -88,6 +88,9 @@ struct plot_spec {
   std::string y_label;
   bool bars = false;
   bool log_count = false;  ///< y axis log10(1 + y), ticks at powers of ten
+  /// x is an index (a channel): bar i spans [i, i+1) and its tick, at the bar's middle, reads i;
+  /// ticks are whole numbers, never "0.25" of a channel.
+  bool index_x = false;
   std::vector<double> x;
   std::vector<double> y;
   std::vector<plot_marker> markers;
@@ -98,18 +101,47 @@ struct plot_spec {
 inline constexpr double plot_w = 440.0, plot_h = 210.0;
 inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38.0;
 
+/// A round tick step for `range` in about `count` steps: 1, 2 or 5 times a power of ten.
+[[nodiscard]] inline double nice_step(double range, double count = 5.0) {
+  const double raw = range / count;
+  if (!(raw > 0.0) || !std::isfinite(raw))
+    return 1.0;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * mag;
+}
+
+/// The multiples of `step` in [lo, hi], as values and labels (a multiple computed as k·step,
+/// so labels read "0.3", not "0.30000000000000004").
+[[nodiscard]] inline std::vector<std::pair<double, std::string>> round_ticks(double lo, double hi,
+                                                                             double step) {
+  std::vector<std::pair<double, std::string>> out;
+  const double first = std::ceil(lo / step - 1e-9);
+  for (double k = first; k * step <= hi + step * 1e-9 && out.size() < 64; k += 1.0) {
+    const double v = k == 0.0 ? 0.0 : k * step;
+    out.emplace_back(v, num_text(v, 6));
+  }
+  return out;
+}
+
 [[nodiscard]] inline std::string svg_plot(const plot_spec& p) {
   const double iw = plot_w - plot_l - plot_r, ih = plot_h - plot_t - plot_b;
   const auto ty = [&](double v) { return p.log_count ? std::log10(1.0 + std::max(v, 0.0)) : v; };
   double x0 = 0.0, x1 = 1.0, y0 = 0.0, y1 = 1.0;
   bool first = true;
-  for (const double v : p.x) {
+  // The x range holds the data and the markers: a clip range beyond the data (IFMR's
+  // clip_min of 0 under positive data, say) is drawn where it is, not pinned to the edge.
+  const auto widen_x = [&](double v) {
     if (!std::isfinite(v))
-      continue;
+      return;
     x0 = first ? v : std::min(x0, v);
     x1 = first ? v : std::max(x1, v);
     first = false;
-  }
+  };
+  for (const double v : p.x)
+    widen_x(v);
+  for (const auto& m : p.markers)
+    widen_x(m.x);
   first = true;
   for (const double v : p.y) {
     const double t = ty(v);
@@ -136,16 +168,13 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
       "<text class=\"pt\" x=\"" + coord(plot_l) + "\" y=\"15\">" + html_escape(p.title) + "</text>";
   s += "<rect class=\"frame\" x=\"" + coord(plot_l) + "\" y=\"" + coord(plot_t) + "\" width=\"" +
        coord(iw) + "\" height=\"" + coord(ih) + "\"/>";
-  // y ticks: powers of ten for counts, else five even steps.
+  // y ticks: powers of ten for counts, else round steps.
   std::vector<std::pair<double, std::string>> yt;
   if (p.log_count) {
     for (double c = 1.0; std::log10(1.0 + c) <= y1 + 1e-9; c *= 10.0)
       yt.emplace_back(std::log10(1.0 + c), num_text(c, 3));
   } else {
-    for (int i = 0; i <= 4; ++i) {
-      const double t = y0 + (y1 - y0) * i / 4.0;
-      yt.emplace_back(t, num_text(t, 3));
-    }
+    yt = round_ticks(y0, y1, nice_step(y1 - y0));
   }
   for (const auto& [t, label] : yt) {
     const std::string y = coord(syt(t));
@@ -153,10 +182,12 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
          coord(plot_l + iw) + "\" y2=\"" + y + "\"/><text class=\"yl\" x=\"" + coord(plot_l - 6) +
          "\" y=\"" + coord(syt(t) + 3.5) + "\">" + html_escape(label) + "</text>";
   }
-  for (int i = 0; i <= 4; ++i) {
-    const double v = x0 + (x1 - x0) * i / 4.0;
-    s += "<text class=\"xl\" x=\"" + coord(sx(v)) + "\" y=\"" + coord(plot_t + ih + 14) + "\">" +
-         html_escape(num_text(v, 3)) + "</text>";
+  auto xt = p.index_x ? round_ticks(x0, x1 - 1.0, std::max(1.0, nice_step(x1 - x0)))
+                      : round_ticks(x0, x1, nice_step(x1 - x0));
+  for (const auto& [v, label] : xt) {
+    const double at = p.index_x ? v + 0.5 : v;
+    s += "<text class=\"xl\" x=\"" + coord(sx(at)) + "\" y=\"" + coord(plot_t + ih + 14) + "\">" +
+         html_escape(label) + "</text>";
   }
   if (p.bars) {
     std::string d = "M" + coord(sx(p.x.empty() ? x0 : p.x.front())) + " " + coord(sy(0.0));
@@ -177,9 +208,7 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
   for (const auto& m : p.markers) {
     if (!std::isfinite(m.x))
       continue;
-    const double cx =
-        std::min(std::max(m.x, x0), x1);  // a marker outside the data sits at the edge
-    const std::string x = coord(sx(cx));
+    const std::string x = coord(sx(m.x));
     s += "<line class=\"mk " + m.css_class + "\" x1=\"" + x + "\" y1=\"" + coord(plot_t) +
          "\" x2=\"" + x + "\" y2=\"" + coord(plot_t + ih) + "\"/>";
   }

@@ -87,7 +87,7 @@ class npy_view {
 /// Maps a .npy file (float32 or float16, C order) and views its values as float32; files above
 /// `max_bytes` and non-regular files are refused, as by read_npy, with the same messages.
 [[nodiscard]] inline result<npy_view> map_npy(const std::string& path,
-                                              std::uint64_t max_bytes = default_tensor_file_limit,
+                                              std::uint64_t max_bytes = default_mapped_file_limit,
                                               npy_values mode = npy_values::as_float32) {
   auto file = map_file(path, max_bytes);
   if (!file)

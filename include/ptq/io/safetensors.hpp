@@ -326,7 +326,7 @@ inline result<stored_tensor_view> safetensors_file::stored(std::string_view name
 /// Maps and parses a safetensors file; every error names the path. Files above `max_bytes` and
 /// non-regular files are refused (map_file, with read_file's checks and messages).
 [[nodiscard]] inline result<safetensors_file> read_safetensors(
-    const std::string& path, std::uint64_t max_bytes = default_tensor_file_limit) {
+    const std::string& path, std::uint64_t max_bytes = default_mapped_file_limit) {
   auto file = map_file(path, max_bytes);
   if (!file)
     return file.error();

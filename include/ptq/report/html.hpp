@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ptq/core/abi.hpp"
@@ -164,10 +167,10 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 [[nodiscard]] inline std::string sensitivity_section(const calibration_report& r) {
   const auto& sens = r.sensitivity;
   std::string s = "<section id=\"sensitivity\"><h2>Sensitivity</h2><p>" + html_escape(sens.method) +
-                  ". Ranked worst first (lower dB is worse); the suggestion skips the layers "
-                  "more than " +
-                  num_text(sensitivity_margin_db, 3) +
-                  " dB below the median, or the worst one.</p>";
+                  ". Ranked worst first (lower dB is worse); a layer stands out when it is more "
+                  "than " +
+                  num_text(sensitivity_margin_db, 3) + " dB below the median score (" +
+                  db_text(sens.median_db) + ").</p>";
   double top = 0.0;
   for (const auto& e : sens.ranked) {
     if (std::isfinite(e.score_db))
@@ -175,13 +178,16 @@ document.querySelectorAll('table.sortable').forEach(function(t){
   }
   s += "<table class=\"sortable\" id=\"sensitivity-table\"><thead><tr><th>rank</th><th>layer</th>"
        "<th>score</th><th></th></tr></thead><tbody>";
+  std::unordered_map<std::string_view, std::size_t> section_of;  // a layer's section number
+  for (std::size_t i = 0; i < r.layers.size(); ++i)
+    section_of.emplace(r.layers[i].name, i);
+  const std::unordered_set<std::string_view> suggested_set(sens.suggested_skip.begin(),
+                                                           sens.suggested_skip.end());
   for (std::size_t i = 0; i < sens.ranked.size(); ++i) {
     const auto& e = sens.ranked[i];
-    std::size_t idx = 0;
-    while (idx < r.layers.size() && r.layers[idx].name != e.layer)
-      ++idx;
-    const bool suggested = std::find(sens.suggested_skip.begin(), sens.suggested_skip.end(),
-                                     e.layer) != sens.suggested_skip.end();
+    const auto it = section_of.find(e.layer);
+    const std::size_t idx = it == section_of.end() ? r.layers.size() : it->second;
+    const bool suggested = suggested_set.count(e.layer) != 0;
     const double w = top > 0.0 && std::isfinite(e.score_db) ? std::max(e.score_db, 0.0) / top : 0;
     s += "<tr>" + num_cell(static_cast<double>(i + 1), std::to_string(i + 1)) +
          "<td><a href=\"#layer-" + std::to_string(idx) + "\">" + html_escape(e.layer) +
@@ -191,9 +197,21 @@ document.querySelectorAll('table.sortable').forEach(function(t){
   }
   s += "</tbody></table>";
   if (!sens.skip_layers_line.empty()) {
-    s += "<p>Suggested config line (paste it into the config to keep these layers in float):</p>"
+    std::string why;
+    for (const auto& e : sens.ranked) {
+      if (suggested_set.count(e.layer) != 0) {
+        why += (why.empty() ? "" : ", ") + html_escape(e.layer) + " " +
+               num_text(sens.median_db - e.score_db, 3) + " dB below";
+      }
+    }
+    s += "<p>Standing out: " + why +
+         ". Suggested config line (paste it into the config to keep these layers in float):</p>"
          "<pre id=\"skip-line\">" +
          html_escape(sens.skip_layers_line) + "</pre>";
+  } else if (!sens.ranked.empty()) {
+    s += "<p id=\"no-skip\">No layer stands out: every score is within " +
+         num_text(sensitivity_margin_db, 3) +
+         " dB of the median, so no skip_layers line is suggested.</p>";
   }
   return s + "</section>";
 }
@@ -267,6 +285,7 @@ document.querySelectorAll('table.sortable').forEach(function(t){
   plot_spec p;
   p.css_class = std::move(css);
   p.bars = true;
+  p.index_x = true;
   p.y_label = std::move(y_label);
   const std::size_t n = v.size();
   const std::size_t group =

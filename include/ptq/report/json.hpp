@@ -119,6 +119,7 @@ template <class T>
   for (const auto& e : r.sensitivity.ranked)
     ranked.push_back({{"layer", e.layer}, {"score_db", json_number(e.score_db)}});
   sens["ranked"] = std::move(ranked);
+  sens["median_db"] = json_number(r.sensitivity.median_db);
   sens["suggested_skip_layers"] = r.sensitivity.suggested_skip;
   sens["skip_layers_line"] = r.sensitivity.skip_layers_line;
   j["sensitivity"] = std::move(sens);

@@ -66,10 +66,12 @@ struct sensitivity_entry {
 };
 
 /// The sensitivity section: scores ranked worst first, the layers suggested for skip_layers and
-/// the config line that skips them.
+/// the config line that skips them (both empty when no layer stands out).
 struct sensitivity_report {
   std::string method;  ///< how each score was measured
   std::vector<sensitivity_entry> ranked;
+  /// The lower median of the finite scores, the reference of a suggestion (NaN: none finite).
+  double median_db = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::string> suggested_skip;
   std::string skip_layers_line;
 };
@@ -81,7 +83,9 @@ struct calibration_report {
   sensitivity_report sensitivity;
 };
 
-/// A suggestion is a layer this many dB below the median score (at least the worst layer).
+/// A suggestion is a layer this many dB below the median score: one that stands out. When the
+/// layers are close (every one near 40 dB, say) nothing is suggested, as skipping the worst of
+/// equals gains little and costs a float layer.
 inline constexpr double sensitivity_margin_db = 6.0;
 
 /// The config line that skips `layers`: `skip_layers : "a"` for one, `skip_layers : ["a", "b"]`
@@ -98,8 +102,7 @@ inline constexpr double sensitivity_margin_db = 6.0;
 }
 
 /// Ranks the scores worst first (NaN scores last, ties in the given order) and suggests the
-/// layers more than sensitivity_margin_db below the median finite score, or the worst one alone
-/// when none is.
+/// layers more than sensitivity_margin_db below the median finite score, if any.
 [[nodiscard]] inline sensitivity_report rank_sensitivity(std::vector<sensitivity_entry> scores,
                                                          std::string method) {
   sensitivity_report out;
@@ -117,13 +120,11 @@ inline constexpr double sensitivity_margin_db = 6.0;
   }
   if (!finite.empty()) {
     // finite is sorted ascending: the lower median of an even count.
-    const double median = finite[(finite.size() - 1) / 2];
+    out.median_db = finite[(finite.size() - 1) / 2];
     for (const auto& e : scores) {
-      if (!std::isnan(e.score_db) && e.score_db < median - sensitivity_margin_db)
+      if (!std::isnan(e.score_db) && e.score_db < out.median_db - sensitivity_margin_db)
         out.suggested_skip.push_back(e.layer);
     }
-    if (out.suggested_skip.empty())
-      out.suggested_skip.push_back(scores.front().layer);
   }
   out.skip_layers_line = skip_layers_line(out.suggested_skip);
   out.ranked = std::move(scores);

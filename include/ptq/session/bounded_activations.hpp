@@ -79,8 +79,8 @@ namespace detail {
       return in_layer(l.desc.name, st.error());
   } else if (first_pass && n != l.bounded_batch_size) {
     return make_error(errc::session_input_invalid,
-                      l.desc.name + ": batch " + std::to_string(b) + " has " + std::to_string(n) +
-                          " elements, the layer's first batch had " +
+                      l.desc.name + ": batch " + std::to_string(b + 1) + " has " +
+                          std::to_string(n) + " elements, the layer's first batch had " +
                           std::to_string(l.bounded_batch_size) +
                           "; two-pass calibration (--memory bounded, --mpi) needs batches of one "
                           "size");
@@ -109,7 +109,7 @@ namespace detail {
   if (!l.invariant)
     l.invariant.emplace();
   if (auto st = observe(*l.invariant, x.value(), input.size(), s.num_of_bins, k,
-                        l.desc.name + " input batch " + std::to_string(l.batches_seen));
+                        l.desc.name + " input batch " + std::to_string(l.batches_seen + 1));
       !st) {
     return st;
   }

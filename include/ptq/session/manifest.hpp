@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/error.hpp"
+#include "ptq/detail/json_parse.hpp"
+#include "ptq/detail/suggest.hpp"
 #include "ptq/session/layer.hpp"
 
 namespace ptq {
@@ -56,8 +58,8 @@ inline bool size_list(const nlohmann::json& j, std::vector<std::size_t>& out) {
   return true;
 }
 
-[[nodiscard]] inline error manifest_error(std::string message) {
-  return make_error(errc::manifest_invalid, std::move(message));
+[[nodiscard]] inline error manifest_error(std::string message, std::string note = {}) {
+  return make_error(errc::manifest_invalid, std::move(message), std::move(note));
 }
 
 /// `e[key]`, a string naming a tensor of `weights`, read into `out`.
@@ -109,15 +111,73 @@ template <class T>
   return true;
 }
 
+/// E804 for the first key of `e` that is not in `known`: a typo ("batchnorm") would otherwise
+/// be ignored and change the calibration with no word.
+[[nodiscard]] inline result<> known_keys(const nlohmann::json& e,
+                                         const std::vector<std::string_view>& known,
+                                         const std::string& at) {
+  for (const auto& [key, value] : e.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return manifest_error(at + "unknown key \"" + key + "\"", suggest(key, known));
+    }
+  }
+  return {};
+}
+
+/// The spatial rank of a conv layer (Conv1d 1, Conv2d 2, Conv3d 3, ...).
+[[nodiscard]] inline std::size_t spatial_rank(layer_type t) noexcept {
+  switch (t) {
+    case layer_type::conv1d:
+    case layer_type::conv_transpose1d:
+      return 1;
+    case layer_type::conv3d:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+/// A conv attribute: 1 value or one per spatial dimension, each in [lowest, 2^20].
+[[nodiscard]] inline result<> check_attribute(const std::vector<std::size_t>& v,
+                                              std::string_view key, std::size_t lowest,
+                                              std::size_t rank, const std::string& at) {
+  constexpr std::size_t largest = std::size_t{1} << 20;
+  if (v.size() != 1 && v.size() != rank) {
+    return manifest_error(at + "\"" + std::string(key) + "\" has " + std::to_string(v.size()) +
+                          " values; the layer has " + std::to_string(rank) +
+                          " spatial dimension(s) (give 1 or " + std::to_string(rank) + ")");
+  }
+  for (const auto x : v) {
+    if (x < lowest || x > largest) {
+      return manifest_error(at + "\"" + std::string(key) + "\" value " + std::to_string(x) +
+                            " is outside [" + std::to_string(lowest) + ", " +
+                            std::to_string(largest) + "]");
+    }
+  }
+  return {};
+}
+
 }  // namespace detail
 
-/// Reads a manifest and the tensors it names. Errors name the entry and the key: a missing or
-/// malformed key, an unknown layer type or activation, a tensor missing from the weights file.
+/// Reads a manifest and the tensors it names. Errors (E804) name the entry and the key: a missing,
+/// malformed or unknown key (with the nearest known one), a conv attribute out of range (stride
+/// and dilation at least 1; every value at most 2^20; 1 value or one per spatial dimension), an
+/// unknown layer type or activation, a tensor missing from the weights file.
 template <class Weights>
 [[nodiscard]] result<model_manifest> parse_manifest(std::string_view text, const Weights& weights) {
   using detail::manifest_error;
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("layers") || !j["layers"].is_array()) {
+  if (j.is_discarded()) {
+    const auto where = detail::parse_json_ordered(text);
+    return manifest_error("the manifest is not valid JSON at " + std::to_string(where.line) + ":" +
+                          std::to_string(where.column) + ": " + where.what);
+  }
+  if (j.is_object()) {
+    if (auto st = detail::known_keys(j, {"layers", "input_shape", "metadata"}, "the manifest: ");
+        !st)
+      return st.error();
+  }
+  if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array()) {
     return manifest_error("the manifest must be a JSON object with a \"layers\" list");
   }
   model_manifest out;
@@ -126,7 +186,7 @@ template <class Weights>
   }
   for (std::size_t i = 0; i < j["layers"].size(); ++i) {
     const auto& e = j["layers"][i];
-    std::string at = "layer " + std::to_string(i) + ": ";
+    std::string at = "layer " + std::to_string(i + 1) + ": ";  // counted from 1
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
       return manifest_error(at + "needs a string \"name\"");
     }
@@ -144,6 +204,24 @@ template <class Weights>
           "ConvTranspose2d, Linear, AvgPool2d)");
     }
     m.desc.type = *type;
+    const bool pool = m.desc.type == layer_type::avg_pool2d;
+    const bool linear = m.desc.type == layer_type::linear;
+    const bool transpose =
+        m.desc.type == layer_type::conv_transpose1d || m.desc.type == layer_type::conv_transpose2d;
+    std::vector<std::string_view> known = {"name", "type"};
+    if (pool) {
+      known.insert(known.end(), {"kernel_size", "stride"});
+    } else {
+      known.insert(known.end(), {"weight", "bias", "batch_norm", "activation"});
+      if (linear)
+        known.push_back("flatten");
+      else
+        known.insert(known.end(), {"stride", "padding", "dilation", "groups", "padding_mode"});
+      if (transpose)
+        known.push_back("output_padding");
+    }
+    if (auto st = detail::known_keys(e, known, at); !st)
+      return st.error();
     if (m.desc.type == layer_type::avg_pool2d) {
       if (!e.contains("kernel_size") || !detail::size_list(e["kernel_size"], m.kernel_size)) {
         return manifest_error(at + "AvgPool2d needs \"kernel_size\"");
@@ -156,6 +234,11 @@ template <class Weights>
       }
       if (m.pool_stride.size() == 1)
         m.pool_stride.push_back(m.pool_stride[0]);
+      for (const auto& [key, v] :
+           {std::pair{"kernel_size", &m.kernel_size}, std::pair{"stride", &m.pool_stride}}) {
+        if (auto st = detail::check_attribute(*v, key, 1, 2, at); !st)
+          return st.error();
+      }
       out.layers.push_back(std::move(m));
       continue;
     }
@@ -183,6 +266,11 @@ template <class Weights>
       if (!detail::size_list(e[key], dst)) {
         return manifest_error(at + "\"" + key + "\" must be a list of sizes");
       }
+      const std::size_t lowest = k == "stride" || k == "dilation" ? 1 : 0;
+      if (auto st =
+              detail::check_attribute(dst, key, lowest, detail::spatial_rank(m.desc.type), at);
+          !st)
+        return st.error();
     }
     if (e.contains("groups")) {
       if (!e["groups"].is_number_unsigned() || e["groups"].get<std::size_t>() == 0) {
@@ -203,6 +291,10 @@ template <class Weights>
       if (!bn.is_object()) {
         return manifest_error(at + "\"batch_norm\" must be an object");
       }
+      if (auto st = detail::known_keys(bn, {"weight", "bias", "running_mean", "running_var", "eps"},
+                                       at + "batch_norm: ");
+          !st)
+        return st.error();
       batch_norm_params p;
       m.batch_norm_names.resize(4);
       const char* keys[] = {"weight", "bias", "running_mean", "running_var"};
@@ -230,6 +322,14 @@ template <class Weights>
                                    : "";
       auto& d = m.desc.activation;
       const nlohmann::json attrs = a.is_object() ? a : nlohmann::json::object();
+      const std::vector<std::string_view> attr_keys =
+          kind == "LeakyReLU" ? std::vector<std::string_view>{"type", "negative_slope"}
+          : kind == "PReLU"   ? std::vector<std::string_view>{"type", "weight"}
+          : kind == "GELU"    ? std::vector<std::string_view>{"type", "approximate"}
+          : kind == "RReLU"   ? std::vector<std::string_view>{"type", "lower", "upper"}
+                              : std::vector<std::string_view>{"type"};
+      if (auto st = detail::known_keys(attrs, attr_keys, at + "activation: "); !st)
+        return st.error();
       if (kind == "ReLU") {
         d.kind = activation_kind::relu;
       } else if (kind == "ReLU6") {

@@ -46,6 +46,10 @@ struct progress_event {
   std::string_view layer;  ///< the layer just handled
   std::size_t done = 0;    ///< steps of this phase finished
   std::size_t total = 0;   ///< steps of this phase
+  /// The activation phase counts batches: a step is one layer's batch, `batch` (1-based) of
+  /// `batches` (batch_num, times two in the bounded mode). 0 in the other phases.
+  std::size_t batch = 0;
+  std::size_t batches = 0;
 };
 
 /// This process's part of a sharded activation phase (docs/scale-out.md): rank `rank` of

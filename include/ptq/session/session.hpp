@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,7 @@ class calibration_session {
         sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
       s.layers_.push_back(std::move(sl));
     }
+    s.index_layers();
     if (std::any_of(diags.begin(), diags.end(), is_error)) {
       return result<calibration_session>(std::move(diags));
     }
@@ -98,12 +100,9 @@ class calibration_session {
   [[nodiscard]] const resolved_config& plan() const noexcept { return plan_; }
   [[nodiscard]] const std::vector<session_layer>& layers() const noexcept { return layers_; }
   /// The layer named `name`, or null.
-  [[nodiscard]] const session_layer* find(std::string_view name) const noexcept {
-    for (const auto& l : layers_) {
-      if (l.desc.name == name)
-        return &l;
-    }
-    return nullptr;
+  [[nodiscard]] const session_layer* find(std::string_view name) const {
+    const auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &layers_[it->second];
   }
 
   /// Names of the layers whose input the DMQ pass needs (enabled layers with dmq_balancer).
@@ -126,10 +125,7 @@ class calibration_session {
     }
     if (auto st = compute_balance_factors(*l, input, options_.kernels); !st)
       return st;
-    report(session_phase::dmq, l->desc.name, count_if([&](const session_layer& x) {
-             return needs_dmq(x) && !x.balance_factors.empty();
-           }),
-           dmq_layers().size());
+    report(session_phase::dmq, l->desc.name, ++dmq_done_, dmq_total_);
     return {};
   }
 
@@ -161,8 +157,6 @@ class calibration_session {
         return p.error();
       params[i] = std::move(p).value();
     }
-    const std::size_t total = count_if([](const session_layer& l) { return l.plan.quant_enable; });
-    std::size_t done = 0;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       session_layer& l = layers_[i];
       if (!l.plan.quant_enable)
@@ -170,7 +164,7 @@ class calibration_session {
       if (auto st = apply_layer_weights(l, std::move(params[i]), scratch_); !st)
         return st;
       if (!learns_from_samples(l))
-        report(session_phase::weights, l.desc.name, ++done, total);
+        report(session_phase::weights, l.desc.name, ++weights_done_, enabled_);
     }
     phase_ = session_phase::weights;
     if (ada_layers().empty())
@@ -205,10 +199,7 @@ class calibration_session {
     }
     if (auto st = quantize_ada_layer(*l, input, float_input, options_); !st)
       return st;
-    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
-    const std::size_t done =
-        count_if([](const session_layer& x) { return x.weight_params.has_value(); });
-    report(session_phase::weights, l->desc.name, done, total);
+    report(session_phase::weights, l->desc.name, ++weights_done_, enabled_);
     if (pending_ada.size() == 1)
       phase_ = session_phase::activations;
     return {};
@@ -269,11 +260,10 @@ class calibration_session {
       return st;
     if (++shard_pass_ <= 2)
       return {};
-    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
     std::size_t done = 0;
     for (const auto& l : layers_) {
       if (l.plan.quant_enable)
-        report(session_phase::activations, l.desc.name, ++done, total);
+        report(session_phase::activations, l.desc.name, ++done, enabled_);
     }
     phase_ = session_phase::done;
     return {};
@@ -313,6 +303,14 @@ class calibration_session {
     return {};
   }
 
+  void index_layers() {
+    index_.reserve(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      index_.emplace(layers_[i].desc.name, i);
+    enabled_ = count_if([](const session_layer& l) { return l.plan.quant_enable; });
+    dmq_total_ = count_if([](const session_layer& l) { return needs_dmq(l); });
+  }
+
   template <class Pred>
   std::size_t count_if(Pred p) const {
     return static_cast<std::size_t>(std::count_if(layers_.begin(), layers_.end(), p));
@@ -335,10 +333,8 @@ class calibration_session {
 
   result<> lookup(std::string_view name, session_phase want, const char* what,
                   session_layer*& out) {
-    for (auto& l : layers_) {
-      if (l.desc.name == name)
-        out = &l;
-    }
+    if (const auto it = index_.find(std::string(name)); it != index_.end())
+      out = &layers_[it->second];
     if (!out)
       return fail(std::string(what) + ": no layer named '" + std::string(name) + "'");
     if (phase_ != want) {
@@ -367,17 +363,21 @@ class calibration_session {
                   " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
                   (activation_passes() == 2 ? " twice" : ""));
     }
+    const bool was_final = l->activation_params.has_value();
     if (auto st = observe_session_batch(*l, input, options_, plan_.batch_num, fp16_, scratch_,
                                         converted_);
         !st)
       return st;
     if (options_.shard)  // sharded layers are finalized by the last exchange
       return {};
-    const std::size_t total = count_if([](const session_layer& x) { return x.plan.quant_enable; });
-    const std::size_t done =
-        count_if([](const session_layer& x) { return x.activation_params.has_value(); });
-    report(session_phase::activations, l->desc.name, done, total);
-    if (done == total)
+    // Progress in batches: every enabled layer's batches, however they are interleaved.
+    ++batches_fed_;
+    const std::size_t per_layer = activation_passes() * batches;
+    if (options_.on_progress) {
+      options_.on_progress(progress_event{session_phase::activations, l->desc.name, batches_fed_,
+                                          enabled_ * per_layer, l->batches_seen, per_layer});
+    }
+    if (!was_final && l->activation_params.has_value() && ++layers_final_ == enabled_)
       phase_ = session_phase::done;
     return {};
   }
@@ -401,6 +401,12 @@ class calibration_session {
   session_phase phase_ = session_phase::fusion;
   int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
   std::vector<session_layer> layers_;
+  /// Built once: every lookup by name and every progress count is O(1), so feeding a model's
+  /// layers is linear in them.
+  std::unordered_map<std::string, std::size_t> index_;  ///< layer name -> position in layers_
+  std::size_t enabled_ = 0;                             ///< layers with quant_enable
+  std::size_t dmq_total_ = 0;                           ///< layers the DMQ pass feeds
+  std::size_t dmq_done_ = 0, weights_done_ = 0, batches_fed_ = 0, layers_final_ = 0;
   std::vector<float> scratch_;    ///< reused: DMQ inputs divided by factors, weights unquantized
   std::vector<float> converted_;  ///< reused: a stored input as float32 where it is needed whole
 };
