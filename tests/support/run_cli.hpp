@@ -46,18 +46,15 @@ inline std::string slurp(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-/// `ptq ` + shell_args through the shell, stdout and stderr through files named by this
-/// process's id (suites may run in parallel) in the temporary directory.
-inline cli_result run_shell(const std::string& shell_args) {
+/// `command` through the shell, stdout and stderr through files named by this process's id
+/// (suites may run in parallel) in the temporary directory.
+inline cli_result run_command(const std::string& command) {
   namespace fs = std::filesystem;
-  const std::string tool = PTQ_CLI_PATH;
-  INFO("the ptq tool: " << tool);
-  REQUIRE(fs::is_regular_file(tool));  // a missing binary fails the test, it never skips it
   const std::string stem = "ptq_cli_test_" + std::to_string(::getpid());
   const fs::path out = fs::temp_directory_path() / (stem + ".out");
   const fs::path err = fs::temp_directory_path() / (stem + ".err");
-  const std::string cmd = shell_quote(tool) + " " + shell_args + " >" + shell_quote(out.string()) +
-                          " 2>" + shell_quote(err.string());
+  const std::string cmd =
+      command + " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
   const int st = std::system(cmd.c_str());
   REQUIRE(st != -1);
   cli_result r;
@@ -72,6 +69,19 @@ inline cli_result run_shell(const std::string& shell_args) {
   fs::remove(out, ec);
   fs::remove(err, ec);
   return r;
+}
+
+/// The built tool's path, which must exist: a missing binary fails the test, it never skips it.
+inline std::string tool_path() {
+  const std::string tool = PTQ_CLI_PATH;
+  INFO("the ptq tool: " << tool);
+  REQUIRE(std::filesystem::is_regular_file(tool));
+  return tool;
+}
+
+/// `ptq ` + shell_args through the shell.
+inline cli_result run_shell(const std::string& shell_args) {
+  return run_command(shell_quote(tool_path()) + " " + shell_args);
 }
 
 }  // namespace detail
@@ -92,6 +102,13 @@ inline cli_result run_cli_argv(const std::vector<std::string>& args) {
     words += detail::shell_quote(a);
   }
   return detail::run_shell(words);
+}
+
+/// A whole shell command line (one that starts the tool in the background and acts on it, say;
+/// PTQ_CLI_PATH names the tool), with its exit code, stdout and stderr.
+inline cli_result run_shell_command(const std::string& command) {
+  (void)detail::tool_path();
+  return detail::run_command(command);
 }
 
 }  // namespace ptq_test

@@ -50,21 +50,6 @@ std::string long_ada_then(const std::string& args, const std::string& action) {
          action + "; wait $pid; echo rc=$?; cat $err >&2'";
 }
 
-ptq_test::cli_result shell(const std::string& cmd) {
-  ptq_test::cli_result r;
-  FILE* p = popen((cmd + " 2>shell_err.txt").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  r.code = pclose(p);
-  std::ifstream e("shell_err.txt");
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  std::remove("shell_err.txt");
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("a directory or a device as an input file is an error naming it", "[cli][inputs]") {
@@ -246,15 +231,16 @@ TEST_CASE("SIGINT and SIGTERM during AdaRound leave no files and no empty folder
           "[cli][outputs][slow]") {
   const std::string tmp = fs::absolute(fresh_dir("sig_tmp")).string();
   // The no-argument form (bundled model) with its ptq-calibrate-* folder in TMPDIR.
-  auto r = shell("TMPDIR=" + tmp + " " + long_ada_then("long_ada.cfg", "kill -INT $pid"));
+  auto r = ptq_test::run_shell_command("TMPDIR=" + tmp + " " +
+                                       long_ada_then("long_ada.cfg", "kill -INT $pid"));
   CHECK(r.out.find("rc=130") != std::string::npos);
   CHECK(r.err.find("ptq calibrate: error: interrupted (SIGINT); no output was written [E1103]") !=
         std::string::npos);
   CHECK(entries(tmp) == 0);
   // Named outputs: nothing written, no temporary file.
   fresh_dir("sig_out");
-  r = shell(long_ada_then("long_ada.cfg --record sig_out/r.txt --fake-quant-weights sig_out/w.st",
-                          "kill -TERM $pid"));
+  r = ptq_test::run_shell_command(long_ada_then(
+      "long_ada.cfg --record sig_out/r.txt --fake-quant-weights sig_out/w.st", "kill -TERM $pid"));
   CHECK(r.out.find("rc=143") != std::string::npos);
   CHECK(r.err.find("interrupted (SIGTERM)") != std::string::npos);
   CHECK(entries("sig_out") == 0);
@@ -269,7 +255,7 @@ TEST_CASE("outputs are all or nothing: a target that turns into a folder leaves 
   // layer's progress line to come before the outputs.
   write("mid_ada.cfg", "batch_num: 2\ncommon_config { ada_quantize { num_iteration: 400 } }\n");
   fresh_dir("aon");
-  const auto r = shell(long_ada_then(
+  const auto r = ptq_test::run_shell_command(long_ada_then(
       "mid_ada.cfg --record aon/r.txt --quant-config aon/q.json --fake-quant-weights aon/w.st",
       "mkdir aon/w.st"));
   CHECK(r.out.find("rc=1") != std::string::npos);

@@ -29,21 +29,6 @@ std::size_t entries(const std::string& dir) {
   return n;
 }
 
-ptq_test::cli_result shell(const std::string& cmd) {
-  ptq_test::cli_result r;
-  FILE* p = popen((cmd + " 2>outputs_shell_err.txt").c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  r.code = pclose(p);
-  std::ifstream e("outputs_shell_err.txt");
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  std::remove("outputs_shell_err.txt");
-  return r;
-}
-
 std::string fresh_dir(const std::string& d) {
   fs::remove_all(d);
   fs::create_directory(d);
@@ -135,11 +120,11 @@ TEST_CASE("two runs writing the same outputs leave one run's set: the commit wai
   // Another run holds the folder's lock (flock, as ptq's commit does): this run computes, writes
   // its temporary files, and renames only after the lock is released.
   fresh_dir("locked");
-  const auto r =
-      shell("bash -c 'flock locked sleep 3 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
-            " calibrate --quiet --record locked/r.txt --quant-config locked/q.json "
-            ">/dev/null & pid=$!; sleep 2; ls locked | grep -c \"\\.tmp\\.\"; "
-            "ls locked | grep -vc \"\\.tmp\\.\"; wait $pid; echo rc=$?; ls locked'");
+  const auto r = ptq_test::run_shell_command(
+      "bash -c 'flock locked sleep 3 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
+      " calibrate --quiet --record locked/r.txt --quant-config locked/q.json "
+      ">/dev/null & pid=$!; sleep 2; ls locked | grep -c \"\\.tmp\\.\"; "
+      "ls locked | grep -vc \"\\.tmp\\.\"; wait $pid; echo rc=$?; ls locked'");
   // Two temporary files and no output while the lock is held; then the outputs, complete.
   CHECK(r.out == "2\n0\nrc=0\nq.json\nr.txt\n");
   fs::remove_all("locked");
@@ -153,13 +138,13 @@ TEST_CASE("an interrupted commit of many outputs leaves none of its temporary fi
   std::string exports;
   for (int i = 0; i < 22; ++i)
     exports += " --export qdq-json=many/t" + std::to_string(i) + ".json";
-  const auto r =
-      shell("bash -c 'flock many sleep 5 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
-            " calibrate --quiet --record many/r.txt --quant-config many/q.json" + exports +
-            " >/dev/null 2>many_err.txt & pid=$!; for i in $(seq 100); do "
-            "[ $(ls many | grep -c \"\\.tmp\\.\") = 24 ] && break; sleep 0.1; done; "
-            "ls many | grep -c \"\\.tmp\\.\"; kill -TERM $pid; wait $pid; echo rc=$?; "
-            "kill $lock; ls many | wc -l; cat many_err.txt >&2; rm many_err.txt'");
+  const auto r = ptq_test::run_shell_command(
+      "bash -c 'flock many sleep 5 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
+      " calibrate --quiet --record many/r.txt --quant-config many/q.json" + exports +
+      " >/dev/null 2>many_err.txt & pid=$!; for i in $(seq 100); do "
+      "[ $(ls many | grep -c \"\\.tmp\\.\") = 24 ] && break; sleep 0.1; done; "
+      "ls many | grep -c \"\\.tmp\\.\"; kill -TERM $pid; wait $pid; echo rc=$?; "
+      "kill $lock; ls many | wc -l; cat many_err.txt >&2; rm many_err.txt'");
   CHECK(r.out == "24\nrc=143\n0\n");
   CHECK(r.err.find("ptq calibrate: error: interrupted (SIGTERM); no output was written [E1103]") !=
         std::string::npos);

@@ -63,6 +63,21 @@ int usage(const std::string& message) {
   return ptq_cli::exit_usage;
 }
 
+/// The record file of --record, parsed; nullopt after printing why not (with the source line).
+std::optional<ptq::record_file> read_record(const std::string& path) {
+  auto text = ptq_cli::read_text_input(path, "--record");
+  if (!text) {
+    fail(text.error());
+    return std::nullopt;
+  }
+  auto rec = ptq::try_parse_record(text.value());
+  if (!rec) {
+    std::cerr << ptq::format_diagnostics(rec.diagnostics(), text.value(), path);
+    return std::nullopt;
+  }
+  return std::move(rec).value();
+}
+
 /// Without --config the deployed bias of a layer with a BatchNorm assumes the fusion default:
 /// said as W1220 for the formats that write the bias (an error with --strict: false).
 bool warn_assumed_fusion(const export_args& a, std::string_view format, const ptq::qdq_table& table,
@@ -164,14 +179,9 @@ int run_onnx_export(const export_args& a) {
     inputs.push_back({"--config", a.config});
   if (auto st = ptq_cli::check_outputs({{"-o", a.output}}, inputs); !st)
     return fail(st.error());
-  auto text = ptq_cli::read_text_input(a.record, "--record");
-  if (!text)
-    return fail(text.error());
-  auto rec = ptq::try_parse_record(text.value());
-  if (!rec) {
-    std::cerr << ptq::format_diagnostics(rec.diagnostics(), text.value(), a.record);
+  auto rec = read_record(a.record);
+  if (!rec)
     return ptq_cli::exit_error;
-  }
   ptq_cli::onnx_sources src;
   src.onnx_path = a.onnx;
   src.manifest_path = a.model;
@@ -231,14 +241,9 @@ int run_export(const export_args& a) {
     if (!st)
       return fail(st.error());
   }
-  auto text = ptq_cli::read_text_input(a.record, "--record");
-  if (!text)
-    return fail(text.error());
-  auto rec = ptq::try_parse_record(text.value());
-  if (!rec) {
-    std::cerr << ptq::format_diagnostics(rec.diagnostics(), text.value(), a.record);
+  auto rec = read_record(a.record);
+  if (!rec)
     return ptq_cli::exit_error;
-  }
   std::optional<ptq_cli::loaded_config> cfg;
   if (!a.config.empty()) {
     cfg = ptq_cli::load_config(a.config, "export");
