@@ -74,6 +74,25 @@ def main():
            "note: weights of the model: 'conv1.weight' (/conv1/Conv), 'conv2.weight' "
            "(/conv2/Conv), 'fc.weight' (/fc/Gemm)\n")
 
+    # The model as a plain torch.onnx.export writes it: a folded weight gets an 'onnx::' name,
+    # and the note says which export flags keep the state_dict names.
+    m = onnx.load("model.onnx")
+    for t in m.graph.initializer:
+        if t.name == "conv2.weight":
+            t.name = "onnx::Conv_29"
+    for n in m.graph.node:
+        for i, name in enumerate(n.input):
+            if name == "conv2.weight":
+                n.input[i] = "onnx::Conv_29"
+    onnx.save(m, "folded.onnx")
+    expect(export(onnx_path="folded.onnx"),
+           "ptq export: error: layer 'conv2': its weight 'conv2.weight' (--model) is not an "
+           "initializer of 'folded.onnx' [E1252]\n"
+           "note: weights of the model: 'conv1.weight' (/conv1/Conv), 'onnx::Conv_29' "
+           "(/conv2/Conv), 'fc.weight' (/fc/Gemm); an 'onnx::' name is a weight "
+           "torch.onnx.export folded a BatchNorm into: export with do_constant_folding=False "
+           "and training=torch.onnx.TrainingMode.PRESERVE (docs/deploy.md, From PyTorch)\n")
+
     # A weight read through an Identity (torch shares equal initializers so) is the layer's
     # weight: the export quantizes it and drops the Identity with the float weight.
     m = onnx.load("model.onnx")

@@ -39,15 +39,25 @@ namespace {
 }
 
 /// The weight inputs of the graph's Conv/ConvTranspose/Gemm/MatMul nodes, for E1252's note.
+/// An `onnx::` name is one torch.onnx.export gives a weight it folded a BatchNorm into: the note
+/// then says which export flags keep the state_dict names.
 [[nodiscard]] std::string weight_candidates(const onnx::GraphProto& g) {
   std::string out;
+  bool renamed = false;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    if (is_weighted_op(n.op_type()) && n.input_size() > 1)
+    if (is_weighted_op(n.op_type()) && n.input_size() > 1) {
       out += (out.empty() ? "'" : ", '") + n.input(1) + "' (" + node_label(n, i) + ")";
+      renamed = renamed || n.input(1).rfind("onnx::", 0) == 0;
+    }
   }
-  return out.empty() ? "the model has no Conv, ConvTranspose, Gemm or MatMul"
-                     : "weights of the model: " + out;
+  if (out.empty())
+    return "the model has no Conv, ConvTranspose, Gemm or MatMul";
+  return "weights of the model: " + out +
+         (renamed ? "; an 'onnx::' name is a weight torch.onnx.export folded a BatchNorm into: "
+                    "export with do_constant_folding=False and "
+                    "training=torch.onnx.TrainingMode.PRESERVE (docs/deploy.md, From PyTorch)"
+                  : "");
 }
 
 [[nodiscard]] ptq::result<int> match_pool(const graph_view& v, const ptq::manifest_layer& l,
