@@ -1,4 +1,4 @@
-// AdaRound end to end (spec §5.4): `ada_round` for 1000 iterations (minibatches of 32) on a
+// AdaRound end to end (docs/ada.md): `ada_round` for 1000 iterations (minibatches of 32) on a
 // Linear 512->512 with 1024 samples and on a Conv2d 64->64 3x3 (padding 1) over 16x16 inputs with
 // 256 samples, one thread and two. Reported: AdaRound iterations per second and the GFLOP/s of
 // the layer arithmetic (forward plus weight gradient per iteration, over the whole run time, so

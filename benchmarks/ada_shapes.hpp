@@ -1,5 +1,5 @@
-// The AdaRound workloads of issue 5, shared by benchmarks/ada.cpp (end to end) and
-// benchmarks/gemm.cpp (the layer arithmetic alone): a Linear 512->512 and a Conv2d 64->64 3x3
+// The AdaRound benchmark workloads (docs/ada.md, Speed), shared by benchmarks/ada.cpp (end to end)
+// and benchmarks/gemm.cpp (the layer arithmetic alone): a Linear 512->512 and a Conv2d 64->64 3x3
 // (padding 1) over 16x16 inputs, with normal random data.
 #pragma once
 

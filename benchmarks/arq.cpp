@@ -1,7 +1,7 @@
 // ARQ per-channel calibration of a [512, 512, 3, 3] Conv2d weight (2.36M floats), and its
 // fake-quantization in place, against a streaming read of the same weight (calibration) and that
 // read with a store of every value back (fake-quantization).
-// Target: calibration >= 70 % of the baseline. The toolkit: 8 ms (spec §10.12).
+// Target: calibration >= 70 % of the baseline. The toolkit: 8 ms (its own timing).
 #include <cstring>
 
 #include "bench_support.hpp"

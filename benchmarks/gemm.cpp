@@ -1,4 +1,4 @@
-// GEMM throughput on the AdaRound shapes (spec §5.4 b, minibatches of 32 samples): Linear
+// GEMM throughput on the AdaRound shapes (docs/ada.md, Speed; minibatches of 32 samples): Linear
 // 512->512 and Conv2d 64->64 3x3 on 16x16 inputs, forward and weight gradient, through
 // ptq::layer_compute (im2col, copies and GEMM) and as the bare GEMM calls it makes. Each is
 // reported beside the machine's peak measured in the same run: a plain multiply-add loop of the

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <vector>
 
-#include <ptq/config_json.hpp>  // <ptq/config.hpp> alone needs only the standard library
+#include <ptq/config_json.hpp>  // <ptq/config.hpp> alone: the standard library and POSIX
 
 int main() {
   const char* text = R"(

@@ -1,7 +1,8 @@
 // The digits example's pipeline: an engine that runs a manifest's sequential model and drives a
 // ptq calibration session the way an inference engine embeds ptq, then measures the FP32 and
-// the quantized accuracy. Used by the example program, by `ptq calibrate` with no arguments,
-// and by the tests.
+// the quantized accuracy. Used by the example programs (examples/digits, examples/mpi) and by
+// the tests; `ptq calibrate` with no arguments runs the same flow in its own engine,
+// tools/ptq/bundled_model.hpp, and includes nothing from examples/.
 #pragma once
 
 #include <xtensor/xarray.hpp>
@@ -217,7 +218,7 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
       return fail(st);
   }
   // Phase 3: ARQ, then each AdaRound layer from the calibration images, its input computed with
-  // the earlier layers quantized and its target with every AdaRound layer in float (spec §5.4).
+  // the earlier layers quantized and its target with every AdaRound layer in float (docs/ada.md).
   if (auto st = s.quantize_weights(); !st)
     return fail(st);
   if (const auto ada = s.ada_layers(); !ada.empty()) {

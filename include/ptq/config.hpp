@@ -1,4 +1,5 @@
-// The config layer: parse, check, resolve and write simple configs. Standard library only.
+// The config layer: parse, check, resolve and write simple configs. Standard library and
+// POSIX only (config files are read with open/fstat/read).
 // Add <ptq/config_json.hpp> for the detailed JSON config (needs nlohmann_json).
 #pragma once
 

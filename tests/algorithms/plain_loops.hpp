@@ -1,6 +1,7 @@
-// Plain-loop implementations of IFMR, HFMG and DMQ written straight from the spec (§5.2, §5.5,
-// §5.6, §10) for the randomized comparisons: sorting instead of top-k, sequential sums instead of
-// striped blocks, explicit Cin-first matrices instead of index arithmetic, every bin visited.
+// Plain-loop implementations of IFMR, HFMG and DMQ written straight from their descriptions
+// (docs/numerics.md) for the randomized comparisons: sorting instead of top-k, sequential sums
+// instead of striped blocks, explicit Cin-first matrices instead of index arithmetic, every bin
+// visited.
 #pragma once
 
 #include <algorithm>

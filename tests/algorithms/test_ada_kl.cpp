@@ -1,6 +1,6 @@
-// The KL-divergence initial AdaRound scale (spec §5.4 (a)): hand-derived cases, an independent
-// plain-loop search (the toolkit's steps written out directly, sequential sums), ties, per-channel
-// vs per-tensor, the ConvTranspose2d channel mapping with groups, and errors.
+// The KL-divergence initial AdaRound scale (docs/ada.md, Initial scale): hand-derived cases, an
+// independent plain-loop search (the toolkit's steps written out directly, sequential sums), ties,
+// per-channel vs per-tensor, the ConvTranspose2d channel mapping with groups, and errors.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -360,7 +360,7 @@ TEST_CASE("kl: per tensor vs per output channel", "[ada][kl]") {
 
 TEST_CASE("kl: ConvTranspose2d with groups maps output channels", "[ada][kl]") {
   // [Cin = 4, Cout/g = 3, 2, 2] with g = 2: Cout = 6 and output channel o = gi·3 + j collects
-  // W[gi·2 + ci, j, :, :] for ci in {0, 1} (spec §3).
+  // W[gi·2 + ci, j, :, :] for ci in {0, 1} (docs/numerics.md, ARQ).
   const std::size_t cin = 4, cpg = 3, g = 2, k = 4;
   std::vector<float> w(cin * cpg * k);
   std::mt19937 rng(11);

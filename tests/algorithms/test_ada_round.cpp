@@ -1,5 +1,5 @@
-// AdaRound's optimisation (spec §5.4 (b)): the element-wise pieces against hand-derived values
-// and finite differences, the optimiser against round-to-nearest on layers where nearest
+// AdaRound's optimisation (docs/ada.md, Optimisation): the element-wise pieces against hand-derived
+// values and finite differences, the optimiser against round-to-nearest on layers where nearest
 // rounding is measurably suboptimal, determinism over runs and thread counts, num_iteration 0,
 // and errors.
 #include <catch2/catch.hpp>
@@ -237,7 +237,7 @@ TEST_CASE("AdaRound beats round-to-nearest on a grouped ConvTranspose2d", "[ada]
       ptq::ada_reconstruction_loss(p, r.value().weight.data(), target.data()).value();
   INFO("nearest " << loss_near << ", AdaRound " << loss_ada);
   CHECK(loss_ada < 0.95 * loss_near);  // 0.90 of it here (converged: 2000 iterations give the same)
-  // Per channel: Cout = 6 scales, channel o = group·(Cout/g) + j (spec §3).
+  // Per channel: Cout = 6 scales, channel o = group·(Cout/g) + j (docs/numerics.md, ARQ).
   s.channel_wise = true;
   const auto per_channel = ptq::ada_round(p, s);
   REQUIRE(per_channel);

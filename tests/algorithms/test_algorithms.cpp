@@ -1,6 +1,6 @@
-// Algorithms: ARQ (spec §8, §3 ConvTranspose with groups), and IFMR, HFMG, DMQ against the
-// plain-loop implementations of plain_loops.hpp on randomized cases; thread-count invariance;
-// errors naming the tensor and the first bad index.
+// Algorithms: ARQ (the four-row test vector, ConvTranspose with groups), and IFMR, HFMG, DMQ
+// against the plain-loop implementations of plain_loops.hpp on randomized cases; thread-count
+// invariance; errors naming the tensor and the first bad index.
 #include <catch2/catch.hpp>
 
 #include <cfloat>
@@ -90,7 +90,7 @@ bool same_or_near_tie(std::size_t ours, std::size_t theirs, const std::vector<do
 // ---------------------------------------------------------------------------------------------
 // ARQ
 
-TEST_CASE("ARQ: spec §8 vectors", "[algorithms][arq][spec8]") {
+TEST_CASE("ARQ: the toolkit's golden vectors", "[algorithms][arq][golden]") {
   std::vector<float> w;
   for (int i = 0; i < 12; ++i)
     w.push_back(-1.0f);
@@ -114,7 +114,7 @@ TEST_CASE("ARQ: spec §8 vectors", "[algorithms][arq][spec8]") {
   CHECK(cw.value().scale == std::vector<float>{1.0f / 127.0f, 1.0f, 1.0f / 127.0f, 1.0f / 127.0f});
   CHECK(cw.value().offset == std::vector<std::int32_t>{0, 0, 0, 0});
 
-  // Real quant of the rows with the per-channel asymmetric factors of §8.
+  // Real quant of the rows with the test vector's per-channel asymmetric factors.
   const float scales[4] = {1.0f / 255.0f, 1.0f, 1.0f / 255.0f, 2.0f / 255.0f};
   const float offsets[4] = {127.0f, -128.0f, -128.0f, -1.0f};
   std::vector<std::int8_t> q(w.size());
@@ -135,7 +135,7 @@ TEST_CASE("ARQ: spec §8 vectors", "[algorithms][arq][spec8]") {
   }
 }
 
-TEST_CASE("ARQ: ConvTranspose rearrangement with groups (§3)", "[algorithms][arq]") {
+TEST_CASE("ARQ: ConvTranspose rearrangement with groups", "[algorithms][arq]") {
   // [Cin=4, Cout/g=3, k=2], g = 2 -> Cout = 6; value = 100·ci + 10·j + kk
   std::vector<float> w;
   for (int ci = 0; ci < 4; ++ci)
@@ -235,7 +235,7 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
 // ---------------------------------------------------------------------------------------------
 // IFMR
 
-TEST_CASE("IFMR: toolkit candidate counts (§10.1) and the inclusive rule", "[algorithms][ifmr]") {
+TEST_CASE("IFMR: toolkit candidate counts and the inclusive rule", "[algorithms][ifmr]") {
   ptq::ifmr_settings s;
   CHECK(ptq::ifmr_ratios(s).value().size() == 61);
   s.search_range_start = 0.8;
@@ -337,7 +337,7 @@ TEST_CASE("IFMR observer: batches, edge cases, errors", "[algorithms][ifmr]") {
   CHECK(e.error().code == ptq::errc::non_finite);
   CHECK(e.error().message == "activation batch 2: +Inf at flat index 2");
 
-  // §8 self-check: multiples of 1/255 over [0, 1] -> scale 1/255, offset -128
+  // Self-check: multiples of 1/255 over [0, 1] -> scale 1/255, offset -128
   std::vector<float> grid;
   for (int i = 0; i <= 255; ++i)
     grid.push_back(static_cast<float>(i) / 255.0f);
@@ -384,7 +384,7 @@ TEST_CASE("HFMG agrees with a plain loop on randomized multi-batch cases", "[alg
         x.push_back(-1000.0f);  // shifted range
       batches.push_back(x);
     }
-    // §10.4: a constant first batch that becomes the maximum of the merged range
+    // A constant first batch that becomes the maximum of the merged range (the toolkit crashes)
     if (it % 17 == 3) {
       batches.assign({std::vector<float>(5, 2.0f), draw(rng, 0, 50)});
       for (auto& v : batches[1])
@@ -424,7 +424,7 @@ TEST_CASE("HFMG agrees with a plain loop on randomized multi-batch cases", "[alg
 }
 
 TEST_CASE("HFMG edge cases", "[algorithms][hfmg]") {
-  // constant tensor: scale |c|/255 (asymmetric), §8
+  // constant tensor: scale |c|/255 (asymmetric)
   std::vector<float> c(1000, -3.0f);
   ptq::hfmg_observer obs({2048, 8, true});
   REQUIRE(obs.observe(c.data(), c.size()).ok());
@@ -439,7 +439,7 @@ TEST_CASE("HFMG edge cases", "[algorithms][hfmg]") {
   REQUIRE(oz.observe(z.data(), z.size()).ok());
   CHECK(oz.finalize().value().scale == 1.0f);
   CHECK(oz.finalize().value().offset == -32768);
-  // §10.4: constant first batch that becomes the merged maximum does not crash
+  // constant first batch that becomes the merged maximum does not crash (the toolkit does)
   std::vector<float> first(3, 5.0f), second = {1.0f, 2.0f, 4.0f};
   ptq::hfmg_observer om({4096, 8, true});
   REQUIRE(om.observe(first.data(), first.size()).ok());
@@ -484,7 +484,7 @@ struct dmq_case {
   std::vector<std::size_t> xshape, wshape;
 };
 
-/// Cin-first rows of the activation and the weight, built the way §5.2 describes.
+/// Cin-first rows of the activation and the weight, built the way docs/numerics.md, DMQ, describes.
 void cin_rows(const dmq_case& c, const std::vector<float>& x, const std::vector<float>& w,
               std::vector<std::vector<float>>& xr, std::vector<std::vector<float>>& wr) {
   const auto& xs = c.xshape;
@@ -636,7 +636,7 @@ TEST_CASE("DMQ edge cases and errors", "[algorithms][dmq]") {
   const ptq::tensor_ref xt{x.data(), {2, 3}, "x"};
   const ptq::tensor_ref wt{w.data(), {4, 3}, "w"};
   auto ones = ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.5});
-  REQUIRE(ones.ok());  // the toolkit crashes on all-zero activations; ptq gives ones (§10.9)
+  REQUIRE(ones.ok());  // the toolkit crashes on all-zero activations; ptq gives ones
   CHECK(ones.value() == std::vector<float>{1.0f, 1.0f, 1.0f});
   CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.9}).error().code ==
         ptq::errc::invalid_argument);

@@ -1,5 +1,5 @@
-// Core numerics: grid, min/max kernel (spec §1.2, §8, §10.11), process_scale (§1.3, §10.8),
-// rounding, FP16 scale rounding (§5.7, §10.10) and the s19 truncation.
+// Core numerics (docs/numerics.md, Conventions and FORCE_FP16_QUANT): grid, min/max kernel (with
+// the four-row test vector), process_scale, rounding, FP16 scale rounding and the s19 truncation.
 #include <catch2/catch.hpp>
 
 #include <cfloat>
@@ -37,7 +37,7 @@ TEST_CASE("round half to even", "[core]") {
 }
 
 TEST_CASE("min/max kernel: symmetric divisor rule", "[core]") {
-  // tie |max| == |min| divides by 127 (§10.11)
+  // tie |max| == |min| divides by 127 (the toolkit's Python)
   auto tie = ptq::min_max_params(1.0f, -1.0f, 8, false);
   REQUIRE(tie.ok());
   CHECK(tie.value().scale == 1.0f / 127.0f);
@@ -51,7 +51,7 @@ TEST_CASE("min/max kernel: symmetric divisor rule", "[core]") {
   CHECK(n16.value().scale == 3.0f / 32768.0f);
 }
 
-TEST_CASE("min/max kernel: spec §8 per-channel asymmetric rows", "[core][spec8]") {
+TEST_CASE("min/max kernel: golden per-channel asymmetric rows", "[core][golden]") {
   // rows [-1]*12, [0]*12, [1]*12, [-1,0,1]*4 -> (max, min)
   const float mx[4] = {-1.0f, 0.0f, 1.0f, 1.0f};
   const float mn[4] = {-1.0f, 0.0f, 1.0f, -1.0f};
@@ -67,7 +67,7 @@ TEST_CASE("min/max kernel: spec §8 per-channel asymmetric rows", "[core][spec8]
   CHECK(-1.0f / (2.0f / 255.0f) == Approx(-127.4999924).epsilon(1e-9));
 }
 
-TEST_CASE("min/max kernel: spec §8 per-channel symmetric rows", "[core][spec8]") {
+TEST_CASE("min/max kernel: golden per-channel symmetric rows", "[core][golden]") {
   const float mx[4] = {-1.0f, 0.0f, 1.0f, 1.0f};
   const float mn[4] = {-1.0f, 0.0f, 1.0f, -1.0f};
   const float want[4] = {1.0f / 127.0f, 1.0f, 1.0f / 127.0f, 1.0f / 127.0f};

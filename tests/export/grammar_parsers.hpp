@@ -1,6 +1,6 @@
 // Re-readers of the TensorRT cache and the ncnn table, written from the grammars the engines'
-// own readers apply (exporters spec §1.1/§1.6: ORT's ReadDynamicRange; §2.1: ncnn2int8's
-// read_int8scale_table), not from ptq's writers.
+// own readers apply (ORT's ReadDynamicRange; ncnn2int8's read_int8scale_table), not from ptq's
+// writers.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@
 
 namespace ptq_test {
 
-/// The TensorRT cache read back as ORT's ReadDynamicRange does (spec §1.1, §1.6): the header
+/// The TensorRT cache read back as ORT's ReadDynamicRange does: the header
 /// regex, `name: hex` lines, the hex decoded to float32; returns name -> step.
 inline std::map<std::string, float> parse_trt_cache(const std::string& text, std::string& header) {
   std::map<std::string, float> out;
@@ -46,7 +46,7 @@ struct ncnn_tables {
   std::map<std::string, float> blobs;
 };
 
-/// The ncnn table read back as ncnn2int8's read_int8scale_table does (spec §2.1): no blank
+/// The ncnn table read back as ncnn2int8's read_int8scale_table does: no blank
 /// line (it would end the table), keys with "_param_" are weights, the rest blobs.
 inline ncnn_tables parse_ncnn_table(const std::string& text) {
   ncnn_tables out;

@@ -1,5 +1,5 @@
-// AIMET encodings (exporters spec §3.5) and the AMCT deploy numbers (spec §6): hand-derived
-// cases, and every AIMET file checked against JSON Schemas written from the spec.
+// AIMET encodings and the AMCT deploy numbers (docs/export.md): hand-derived cases, and every
+// AIMET file checked against JSON Schemas written from the spec.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -64,7 +64,7 @@ TEST_CASE("aimet 0.6.1: AIMET's offset sign, min/max on the grid, is_symmetric a
   const auto j = nlohmann::json::parse(r.value());
   CHECK(j["version"] == "0.6.1");
   const auto& a1 = j["activation_encodings"]["conv1"][0];
-  // spec §6's example: offset -128 - (-128) = 0, min 0, max 255 * s_d
+  // the worked example (s_d 0.0235294, o_d -128): offset -128 - (-128) = 0, min 0, max 255 * s_d
   CHECK(a1["offset"] == 0);
   CHECK(a1["min"].get<double>() == 0.0);
   CHECK(a1["max"].get<double>() == 255.0 * static_cast<double>(0.0235294f));
@@ -158,7 +158,7 @@ TEST_CASE("aimet: DMQ and FORCE_FP16 are reported, strict makes them errors") {
   CHECK_FALSE(ptq::write_aimet_0_6_1(t.value(), o).ok());
 }
 
-TEST_CASE("amct deploy: the spec's worked example (§6)") {
+TEST_CASE("amct deploy: the toolkit's worked example") {
   ptq::record_file rec;
   rec.records.push_back(entry("conv1", 0.0235294f, -128, {0.00412f, 0.00388f, 0.00501f}));
   ptq::model_manifest m;

@@ -1,5 +1,5 @@
-// The TensorRT cache and the ncnn table: hand-derived cases (exporters spec §1.3, §2.3, §6's
-// worked example) and re-reading parsers written from the grammars (spec §1.6, §2.1).
+// The TensorRT cache and the ncnn table (docs/export.md): hand-derived cases (the AMCT deploy
+// worked example too) and re-reading parsers written from the engines' grammars.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -37,7 +37,7 @@ std::vector<std::string> messages(const std::vector<ptq::error>& diags) {
   return out;
 }
 
-/// The worked example of spec §6: s_d 0.0235294, o_d -128, three channels.
+/// The AMCT deploy worked example: s_d 0.0235294, o_d -128, three channels.
 ptq::qdq_table worked_example() {
   ptq::record_file rec;
   rec.records.push_back(entry("conv1", 0.0235294f, -128, {0.00412f, 0.00388f, 0.00501f}));
@@ -81,7 +81,7 @@ TEST_CASE("trt cache: symmetric 8-bit is exact (step = scale_d), asymmetric off 
   REQUIRE(t.ok());
   auto r = ptq::write_trt_cache(t.value(), trt());
   REQUIRE(r.ok());
-  // b: amax = 0.02 * max(128 + 27, 127 - 27) = 3.1, step 3.1 / 127 (ratio 1.22047, spec §1.3)
+  // b: amax = 0.02 * max(128 + 27, 127 - 27) = 3.1, step 3.1 / 127 (ratio 1.22047)
   const float step_b = 0.02f * 155.0f / 127.0f;
   CHECK(r.value() ==
         "TRT-8601-EntropyCalibration2\na: 3c010204\nb: " + ptq::detail::float_hex(step_b) + "\n");

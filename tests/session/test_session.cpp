@@ -460,7 +460,7 @@ TEST_CASE("a scale overflow names the layer's tensor", "[session][errors]") {
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == ptq::errc::invalid_scale);
   CHECK(st.error().message == "conv input: scale has an invalid value (inf, nan or zero): inf");
-  // A tiny weight range is no error: process_scale makes a scale below FLT_EPSILON 1 (§10.8).
+  // A tiny weight range is no error: process_scale makes a scale below FLT_EPSILON 1.
   auto layers = two_layers(false);
   layers[0].weight.fill(0.0f);
   layers[0].weight(2, 0, 0, 0) = 1e-44f;

@@ -1,5 +1,5 @@
-// The ConvTranspose rearrangement of spec §3 as an xtensor copy, for tests that check the
-// library's copy-free channel geometry (channel_geometry in ptq/algorithms/tensor.hpp) against
+// The ConvTranspose rearrangement (docs/numerics.md, ARQ) as an xtensor copy, for tests that check
+// the library's copy-free channel geometry (channel_geometry in ptq/algorithms/tensor.hpp) against
 // it. Test-only: the library itself needs no xtensor for it.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace ptq_test {
 
-/// The ConvTranspose rearrangement of spec §3 as a copy: [Cin, Cout/g, k...] -> [Cout, Cin/g, k...]
+/// The ConvTranspose rearrangement as a copy: [Cin, Cout/g, k...] -> [Cout, Cin/g, k...]
 /// (g = 1: swap axes 0 and 1; g > 1: reshape to [g, Cin/g, Cout/g, k...], swap the middle axes,
 /// reshape). Row o of the result is output channel o.
 [[nodiscard]] inline xt::xarray<float> rearrange_conv_transpose(const ptq::tensor_ref& w,

@@ -293,7 +293,7 @@ inline ptq::result<bundled_result> calibrate_bundled(ptq::calibration_session& s
       return r.error();
   }
   // Phase 3: ARQ, then each AdaRound layer from the calibration images, its input computed with
-  // the earlier layers quantized and its target with every AdaRound layer in float (spec §5.4).
+  // the earlier layers quantized and its target with every AdaRound layer in float (docs/ada.md).
   if (auto st = s.quantize_weights(); !st)
     return st.error();
   if (const auto ada = s.ada_layers(); !ada.empty()) {

@@ -154,4 +154,14 @@ inline void print_session_diagnostics(const std::vector<ptq::error>& diags,
 /// `ptq calibrate [CONFIG]` without model files: the bundled digits model (calibrate_bundled.cpp).
 int run_bundled(calibrate_args a, ptq::session_options opt, progress_printer& progress);
 
+/// `ptq calibrate CONFIG --model M --weights W --batches B...` in one process
+/// (calibrate_files.cpp).
+int run_files(const calibrate_args& a, ptq::session_options opt, progress_printer& progress);
+
+#if PTQ_WITH_MPI
+/// The same run with --mpi: the activation phase sharded over the ranks of mpirun
+/// (calibrate_files.cpp).
+int run_files_mpi(const calibrate_args& a, ptq::session_options opt, progress_printer& progress);
+#endif
+
 }  // namespace ptq_cli::calibrate

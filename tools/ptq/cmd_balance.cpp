@@ -39,25 +39,27 @@ int run_balance(const balance_options& o) {
   return ptq_cli::exit_ok;
 }
 
-const ptq_cli::register_command reg{
-    {"balance", "DMQ balance factors of one layer from its input batch and weight", 32,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto o = std::make_shared<balance_options>();
-       sub.footer(
-           ptq_cli::numeric_example("ptq balance --type Conv2d examples/numerics/conv2_input0.npy "
-                                    "examples/numerics/conv2_weight.npy"));
-       sub.add_option("--alpha", o->alpha, "migration_strength in [0.2, 0.8]")
-           ->check(CLI::Range(0.2, 0.8))
-           ->capture_default_str();
-       sub.add_option("--type", o->type, "layer type (PyTorch class name)")
-           ->required()
-           ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
-       sub.add_option("--groups", o->groups, "convolution groups")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
-       sub.add_option("ACT", o->act, "the layer's input batch (.npy)")->required();
-       sub.add_option("WEIGHT", o->weight, "the layer's weight (.npy, native layout)")->required();
-       return [o]() -> int { return run_balance(*o); };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::balance_command() {
+  return {
+      "balance", "DMQ balance factors of one layer from its input batch and weight",
+      [](CLI::App& sub) -> ptq_cli::run_fn {
+        auto o = std::make_shared<balance_options>();
+        sub.footer(
+            ptq_cli::numeric_example("ptq balance --type Conv2d examples/numerics/conv2_input0.npy "
+                                     "examples/numerics/conv2_weight.npy"));
+        sub.add_option("--alpha", o->alpha, "migration_strength in [0.2, 0.8]")
+            ->check(CLI::Range(0.2, 0.8))
+            ->capture_default_str();
+        sub.add_option("--type", o->type, "layer type (PyTorch class name)")
+            ->required()
+            ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
+        sub.add_option("--groups", o->groups, "convolution groups")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        sub.add_option("ACT", o->act, "the layer's input batch (.npy)")->required();
+        sub.add_option("WEIGHT", o->weight, "the layer's weight (.npy, native layout)")->required();
+        return [o]() -> int { return run_balance(*o); };
+      }};
+}

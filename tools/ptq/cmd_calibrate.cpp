@@ -1,310 +1,27 @@
 // `ptq calibrate`: calibrate a whole model and write the toolkit's record, the detailed JSON
 // config and the fake-quantized weights. With no model files it calibrates the bundled digits
-// model (bundled_model.hpp) and reports FP32 and quantized accuracy; with --model, --weights and
-// --batches the library's file-driven loop (ptq/session/calibrate_files.hpp) runs the phases.
-// This file checks the command line, the inputs and the outputs, and wires the pieces.
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
+// model (calibrate_bundled.cpp) and reports FP32 and quantized accuracy; with --model, --weights
+// and --batches it runs from files (calibrate_files.cpp). This file is the command line: the
+// options, the checks of their combinations, and which run they select.
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
-#include <vector>
 
 #include "bounded_observe.hpp"
 #include "bundled_data.hpp"
 #include "calibrate_run.hpp"
 #include "command.hpp"
-#include "config_io.hpp"
 #include "export_files.hpp"
-#include "input_files.hpp"
+#include "mpi_run.hpp"
 #include "numeric_io.hpp"
 #include "outputs.hpp"
-#include "phase_timer.hpp"
-#include "ptq/config.hpp"
-#include "ptq/config_json.hpp"
-#include "ptq/io/safetensors.hpp"
-#include "ptq/session/calibrate_files.hpp"
-#include "ptq/session/export.hpp"
-#include "ptq/session/manifest.hpp"
-#include "ptq/session/record.hpp"
 #include "report_outputs.hpp"
-
-#include "mpi_run.hpp"
-
-namespace fs = std::filesystem;
 
 namespace {
 
 using ptq_cli::calibrate_args;
-using ptq_cli::named_path;
 using namespace ptq_cli::calibrate;  // calibrate_run.hpp
-
-using batch_source = ptq::named_source<ptq::io::safetensors_file>;
-
-/// The inputs of a run from files: CONFIG, --model, --weights, --batches and --ada-data.
-std::vector<named_path> file_inputs(const calibrate_args& a) {
-  std::vector<named_path> in = {
-      {"CONFIG", a.config}, {"--model", a.model}, {"--weights", a.weights}};
-  for (const auto& b : a.batches)
-    in.push_back({"--batches", b});
-  if (!a.ada_data.empty())
-    in.push_back({"--ada-data", a.ada_data});
-  if (!a.onnx.empty())
-    in.push_back({"--onnx", a.onnx});
-  return in;
-}
-
-/// Every input is a file within its size limit, before any work.
-ptq::result<> check_inputs(const std::vector<named_path>& inputs) {
-  for (const auto& in : inputs) {
-    const bool text = in.option == "CONFIG" || in.option == "--model";
-    if (auto st =
-            text ? ptq_cli::check_input_file(in.path, in.option.c_str(), ptq_cli::max_text_bytes)
-                 : ptq_cli::check_tensor_file(in.path, in.option.c_str());
-        !st) {
-      return st;
-    }
-  }
-  return {};
-}
-
-/// What a run from files loads before the batches.
-struct model_files {
-  ptq_cli::loaded_config cfg;
-  ptq::io::safetensors_file weights;
-  ptq::model_manifest model;
-  std::optional<ptq::io::safetensors_file> ada_samples;  ///< --ada-data, when a layer needs it
-};
-
-/// Loads the config, the weights and the manifest, and creates the session. An error whose
-/// details are on stderr already (the config's or the session's diagnostics) sets `printed`.
-ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
-    const calibrate_args& a, ptq::session_options opt, bool& printed,
-    ptq_cli::phase_timer* timer = nullptr) {
-  const auto lap = [timer](std::string_view part) {
-    if (timer != nullptr)
-      timer->lap(part);
-  };
-  const auto cfg = ptq_cli::load_config(a.config, "calibrate");
-  if (!cfg) {
-    printed = true;
-    return ptq::make_error(ptq::errc::shard_invalid, a.config + ": the config has errors");
-  }
-  auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
-  if (!weights)
-    return weights.error();
-  auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
-  if (!manifest_text)
-    return manifest_text.error();
-  auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
-  if (!parsed)
-    return in_file(parsed.error(), a.model);
-  model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
-  // The session gets the layers. Only the exporters read the manifest's float weights after
-  // this (the rest of the run names layers and tensors), so without --export each weight moves
-  // to the session instead of being copied.
-  const bool keep_float_weights = !a.exports.empty();
-  std::vector<ptq::layer_desc> descs;
-  for (auto& m : f.model.layers) {
-    xt::xarray<float> weight;
-    if (!keep_float_weights)
-      weight = std::move(m.desc.weight);
-    descs.push_back(m.desc);
-    if (!keep_float_weights)
-      descs.back().weight = std::move(weight);
-  }
-  lap("load");
-  auto created =
-      ptq::calibration_session::create(f.cfg.parsed.value(), std::move(descs), std::move(opt));
-  lap("fusion");  // creation ends with the fusions (it reports only the fused layers)
-  print_session_diagnostics(created.diagnostics(), f.cfg.text, a.config, a.weights, &f.model);
-  if (!created) {
-    printed = true;
-    return ptq::make_error(ptq::errc::shard_invalid,
-                           "the session could not be created (config or layers)");
-  }
-  auto s = std::move(created).value();
-  if (const auto ada = s.ada_layers(); !ada.empty()) {
-    if (a.ada_data.empty()) {
-      return ptq::make_error(
-          ptq::errc::session_input_invalid,
-          "layer '" + ada.front() +
-              "' uses ada_quantize: give its input samples with --ada-data FILE");
-    }
-    auto samples = ptq_cli::read_tensor_input(a.ada_data, "--ada-data");
-    if (!samples)
-      return samples.error();
-    f.ada_samples = std::move(samples).value();
-  }
-  return std::pair<model_files, ptq::calibration_session>(std::move(f), std::move(s));
-}
-
-/// The batch files: every --batches path, opened where `wanted` (a null source elsewhere).
-struct opened_batches {
-  std::vector<ptq::io::safetensors_file> files;
-  std::vector<batch_source> sources;
-};
-
-template <class Wanted>
-ptq::result<opened_batches> open_batches(const calibrate_args& a, std::size_t count,
-                                         Wanted wanted) {
-  opened_batches out;
-  out.files.reserve(count);  // the sources point into it
-  for (std::size_t b = 0; b < count; ++b) {
-    const ptq::io::safetensors_file* f = nullptr;
-    if (wanted(b)) {
-      auto r = ptq_cli::read_tensor_input(a.batches[b], "--batches");
-      if (!r)
-        return r.error();
-      out.files.push_back(std::move(r).value());
-      f = &out.files.back();
-    }
-    out.sources.push_back({a.batches[b], f});
-  }
-  return out;
-}
-
-/// Rank 0's (or the one process's) part after the calibration: write every output, all or
-/// nothing.
-ptq::result<> write_outputs(const calibrate_args& a, const ptq::calibration_session& s,
-                            const model_files& f, const ptq::file_calibration& r) {
-  auto out = render_outputs(a, s, r.record, f.weights, f.model, a.model,
-                            ptq_cli::files_report_context(a, s, r, f.cfg.text));
-  if (!out)
-    return out.error();
-  return ptq_cli::commit_outputs(out.value());
-}
-
-/// The toolkit reads batch_num batches; more files than that are named, not silently dropped.
-void warn_extra_batches(const calibrate_args& a, std::size_t batch_num) {
-  if (a.batches.size() <= batch_num)
-    return;
-  const std::size_t rest = a.batches.size() - batch_num - 1;
-  const std::string unread =
-      "'" + a.batches[batch_num] + "'" +
-      (rest == 0 ? " is" : " and the " + std::to_string(rest) + " after it are");
-  std::cerr << ptq::format_error(
-      ptq::make_warning(ptq::errc::input_ignored,
-                        "--batches: " + std::to_string(a.batches.size()) +
-                            " files for the config's batch_num " + std::to_string(batch_num) +
-                            ": " + unread + " not read",
-                        "raise batch_num in the config to calibrate on more batches"),
-      "ptq calibrate");
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-int run_files(const calibrate_args& a, ptq::session_options opt,
-              ptq_cli::progress_printer& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto inputs = file_inputs(a);
-  if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
-    return fail(st.error());
-  if (auto st = check_inputs(inputs); !st)
-    return fail(st.error());
-  ptq_cli::phase_timer timer;  // printed with --timings (a clock read per step otherwise)
-  opt.on_progress = [&progress, &timer](const ptq::progress_event& e) {
-    timer.lap(ptq_cli::phase_key(e.phase));
-    progress(e);
-  };
-  const auto kernels = opt.kernels;
-  bool printed = false;
-  auto loaded = load_model(a, std::move(opt), printed, &timer);
-  if (!loaded)
-    return printed ? ptq_cli::exit_error : fail(loaded.error());
-  auto& [f, s] = loaded.value();
-  warn_extra_batches(a, s.plan().batch_num);
-  const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
-  auto batches = open_batches(a, need, [](std::size_t) { return true; });
-  if (!batches)
-    return fail(batches.error());
-  timer.lap("open");
-  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
-  auto r = ptq::calibrate_from_files(s, batches.value().sources, &ada, kernels);
-  if (!r)
-    return fail(r.error());
-  timer.lap("finish");  // the record and the input SQNR, after the last activation event
-  if (auto st = write_outputs(a, s, f, r.value()); !st)
-    return fail(st.error());
-  timer.lap("outputs");
-  if (a.timings)
-    std::cerr << timer.line() << '\n';
-  if (outputs_of(a).empty()) {
-    std::cerr << "ptq calibrate: note: no output option (--record, --quant-config, "
-                 "--fake-quant-weights, --report, --export): the results are printed, nothing was "
-                 "written\n";
-  }
-  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, seconds_since(t0));
-}
-
-#if PTQ_WITH_MPI
-/// `ptq calibrate --mpi` (docs/scale-out.md): rank r of R feeds the batches b % R == r, the
-/// states meet on rank 0 after each pass, rank 0 writes the outputs. Every rank takes part in
-/// every exchange, also after a local error, so a failure anywhere ends every rank non-zero
-/// with the error printed once, by rank 0; the other ranks print nothing.
-int run_files_mpi(const calibrate_args& a, ptq::session_options opt,
-                  ptq_cli::progress_printer& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const ptq::mpi_environment env;
-  ptq::mpi_comm comm;
-  const bool root = comm.rank() == 0;
-  const ptq_cli::silenced_streams quiet(!root);
-  opt.shard = ptq::shard_info{comm.rank(), comm.size()};
-  if (root)
-    opt.on_progress = progress;
-  // Every rank ends with the same error: that of the lowest failing rank, which rank 0 prints
-  // (unless it is rank 0's own and printed already: the config's diagnostics).
-  bool printed = false;
-  const auto fail_all = [&](const ptq::error& e) -> int {
-    if (root && !printed)
-      fail(e);
-    return ptq_cli::exit_error;
-  };
-  // A local error before the session exists takes the place of this rank's first exchange.
-  const auto fail_early = [&](const ptq::error& e) -> int {
-    return fail_all(ptq::shard_agree(comm, e).error());
-  };
-  const auto inputs = file_inputs(a);
-  if (root) {
-    if (auto st = ptq_cli::check_outputs(outputs_of(a), inputs); !st)
-      return fail_early(st.error());
-  }
-  if (auto st = check_inputs(inputs); !st)
-    return fail_early(st.error());
-  const auto kernels = opt.kernels;
-  auto loaded = load_model(a, std::move(opt), printed);
-  if (!loaded)
-    return fail_early(loaded.error());
-  auto& [f, s] = loaded.value();
-  if (root)
-    warn_extra_batches(a, s.plan().batch_num);
-  // This rank opens batch 0 (the DMQ factors), its own, and on rank 0 the last (the SQNR).
-  const std::size_t need = std::min<std::size_t>(s.plan().batch_num, a.batches.size());
-  auto batches = open_batches(a, need, [&](std::size_t b) {
-    return b == 0 || b % comm.size() == comm.rank() || (root && b + 1 == need);
-  });
-  if (!batches)
-    return fail_early(batches.error());
-  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
-  auto r = ptq::calibrate_from_files_sharded(s, comm, batches.value().sources, &ada, kernels);
-  if (!r)  // every rank has it from an exchange
-    return fail_all(r.error());
-  const ptq::result<> written = root ? write_outputs(a, s, f, r.value()) : ptq::result<>();
-  if (auto all = ptq::shard_agree(comm, written); !all)  // every rank exits as rank 0 does
-    return fail_all(all.error());
-  if (!root)
-    return ptq_cli::exit_ok;
-  return ptq_cli::report(a, s, r.value().activation_sqnr_db, nullptr, seconds_since(t0));
-}
-#endif
 
 const std::string calibrate_help =
     std::string(
@@ -325,140 +42,155 @@ const std::string calibrate_help =
         "output may not be an input or another output.\n") +
     ptq_cli::bundled_search_text;
 
-const ptq_cli::register_command reg{
-    {"calibrate",
-     "Calibrate a model: record, detailed JSON config, fake-quantized weights (no model "
-     "files: the bundled digits model)",
-     5, [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto a = std::make_shared<calibrate_args>();
-       sub.description(calibrate_help);
-       sub.add_option("CONFIG", a->config,
-                      "simple config (.cfg); default: the bundled quant.cfg; without --model it "
-                      "calibrates the bundled digits model");
-       sub.add_option("--model", a->model, "model manifest (JSON; see docs/calibrate.md)");
-       sub.add_option("--weights", a->weights, "weights (.safetensors) named by the manifest");
-       sub.add_option("--batches", a->batches,
-                      "calibration batches (.safetensors), each with every quantizable layer's "
-                      "input under the layer's name; batch_num of them")
-           ->expected(1, -1);
-       sub.add_option("--record", a->record, "write the toolkit's record file here");
-       sub.add_option("--quant-config", a->quant_config, "write the detailed JSON config here");
-       sub.add_option("--fake-quant-weights", a->fake_quant_weights,
-                      "write the fake-quantized weights (.safetensors) here");
-       sub.add_option("--export", a->exports,
-                      "also export the record: FORMAT=OUT (repeatable; trt-cache:VERSION=OUT, "
-                      "onnx-qdq[:ENGINE]=OUT and onnx=OUT with --onnx; docs/export.md)")
-           ->check([](const std::string& v) {
-             auto r = ptq_cli::parse_export_spec(v);
-             return r ? std::string() : r.error().message;
-           });
-       sub.add_option("--onnx", a->onnx,
-                      "the model as float ONNX: --export writes onnx-qdq and onnx models from it "
-                      "and keys the other formats by its calibrated graph (docs/deploy.md)");
-       sub.add_option("--ada-data", a->ada_data,
-                      "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
-                      "under the layer's name (dim 0 is the sample axis)");
-       sub.add_option("--seed", a->seed, "AdaRound minibatch seed (default 0)")
-           ->check(CLI::NonNegativeNumber);  // CLI11 would wrap "-3" to 2^64 - 3
-       sub.add_option("--threads", a->threads,
-                      "threads for the kernels (default: all cores; "
-                      "results are identical for every count)");
-       sub.add_option("--report", a->report,
-                      "write the calibration report here: one self-contained HTML page "
-                      "(docs/report.md)");
-       sub.add_option("--report-json", a->report_json,
-                      "write the calibration report's data here as JSON (docs/report.md)");
-       sub.add_option("--memory", a->memory,
-                      "activation calibration in one pass or in two bounded-memory passes over "
-                      "the batches (the same results)")
-           ->check(CLI::IsMember({"one-pass", "bounded"}))
-           ->capture_default_str();
-       sub.add_flag("--order-invariant", a->order_invariant,
-                    "HFMG layers: a histogram whose bytes do not depend on the batch order (not "
-                    "the toolkit's numbers; docs/scale-out.md)");
-       sub.add_flag("--mpi", a->mpi,
-                    "shard the activation calibration over the MPI ranks of mpirun (needs "
-                    "--model; rank 0 writes the outputs; docs/scale-out.md)");
-       sub.add_flag("--json", a->json, "print the per-layer table as JSON");
-       sub.add_flag("--quiet", a->quiet, "no progress output");
-       sub.add_flag("--timings", a->timings,
-                    "print the wall time of each part of the run on stderr (model files only)");
-       return [a]() -> int {
-         ptq::session_options opt;
-         opt.threads =
-             a->threads != 0 ? a->threads : std::max(1U, std::thread::hardware_concurrency());
-         ptq_cli::progress_printer p;
-         p.quiet = a->quiet;
-         opt.on_ada_progress = p;
-         opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
-         opt.ada_seed = a->seed;
-         opt.keep_search_stats = ptq_cli::wants_report(*a);
-         opt.activation_memory = ptq_cli::memory_mode_of(a->memory);
-         opt.order_invariant_histogram = a->order_invariant;
-         if (a->order_invariant && (opt.activation_memory == ptq::memory_mode::bounded || a->mpi ||
-                                    opt.keep_search_stats)) {
-           return fail_usage(
-               "--order-invariant is one pass: not with --memory bounded, --mpi or --report");
-         }
-         opt.ada_report_every = p.tty ? 50 : 1000;
-         if (opt.keep_search_stats && opt.activation_memory == ptq::memory_mode::bounded) {
-           // The report shows each search's histogram and losses, which the bounded mode
-           // never holds (it keeps only what the result needs).
-           return fail_usage("--report and --report-json need --memory one-pass");
-         }
-         if (a->timings && (a->mpi || a->model.empty()))
-           return fail_usage("--timings times a run from model files (--model), without --mpi");
-         if (a->mpi && a->model.empty())
-           return fail_usage(
-               "--mpi shards a model from files: give --model, --weights and --batches");
-         ptq_cli::install_interrupt_cleanup("ptq calibrate");
-         if (!a->onnx.empty() && a->exports.empty())
-           return fail_usage("--onnx is read by --export only: add --export FORMAT=OUT");
-         for (const auto& spec : a->exports) {
-           const auto r = ptq_cli::parse_export_spec(spec);
-           if (r && ptq_cli::is_onnx_model_format(r->format) && a->onnx.empty()) {
-             return fail_usage("--export '" + spec + "': " + r->format +
-                               " rewrites the float ONNX model of your model; give it with "
-                               "--onnx MODEL.onnx");
-           }
-         }
-         if (a->model.empty() && a->weights.empty() && a->batches.empty()) {
-           if (!a->ada_data.empty()) {
-             return fail_usage(
-                 "--ada-data goes with --model/--weights/--batches; the bundled example takes "
-                 "its AdaRound samples from its calibration images");
-           }
-           return run_bundled(*a, std::move(opt), p);
-         }
-         for (const auto& b : a->batches) {
-           if (std::filesystem::path(b).extension() == ".cfg") {
-             return fail_usage("--batches: '" + b +
-                               "' is a config: --batches reads every file after it, so give "
-                               "CONFIG first (ptq calibrate CONFIG --model M --weights W "
-                               "--batches B...)");
-           }
-         }
-         if (a->config.empty()) {
-           return fail_usage(
-               "give the CONFIG file with --model, before the options (--batches reads every "
-               "file after it)");
-         }
-         if (a->model.empty() || a->weights.empty() || a->batches.empty()) {
-           return fail_usage(
-               "CONFIG with model files needs all of --model, --weights and --batches (or no "
-               "model files at all for the bundled example)");
-         }
-         if (a->mpi) {
-           if (opt.keep_search_stats)
-             return fail_usage("--report and --report-json need a run without --mpi");
+void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
+  sub.add_option("CONFIG", a.config,
+                 "simple config (.cfg); default: the bundled quant.cfg; without --model it "
+                 "calibrates the bundled digits model");
+  sub.add_option("--model", a.model, "model manifest (JSON; see docs/calibrate.md)");
+  sub.add_option("--weights", a.weights, "weights (.safetensors) named by the manifest");
+  sub.add_option("--batches", a.batches,
+                 "calibration batches (.safetensors), each with every quantizable layer's "
+                 "input under the layer's name; batch_num of them")
+      ->expected(1, -1);
+  sub.add_option("--record", a.record, "write the toolkit's record file here");
+  sub.add_option("--quant-config", a.quant_config, "write the detailed JSON config here");
+  sub.add_option("--fake-quant-weights", a.fake_quant_weights,
+                 "write the fake-quantized weights (.safetensors) here");
+  sub.add_option("--export", a.exports,
+                 "also export the record: FORMAT=OUT (repeatable; trt-cache:VERSION=OUT, "
+                 "onnx-qdq[:ENGINE]=OUT and onnx=OUT with --onnx; docs/export.md)")
+      ->check([](const std::string& v) {
+        auto r = ptq_cli::parse_export_spec(v);
+        return r ? std::string() : r.error().message;
+      });
+  sub.add_option("--onnx", a.onnx,
+                 "the model as float ONNX: --export writes onnx-qdq and onnx models from it "
+                 "and keys the other formats by its calibrated graph (docs/deploy.md)");
+  sub.add_option("--ada-data", a.ada_data,
+                 "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
+                 "under the layer's name (dim 0 is the sample axis)");
+  sub.add_option("--seed", a.seed, "AdaRound minibatch seed (default 0)")
+      ->check(CLI::NonNegativeNumber);  // CLI11 would wrap "-3" to 2^64 - 3
+  sub.add_option("--threads", a.threads,
+                 "threads for the kernels (default: all cores; "
+                 "results are identical for every count)");
+  sub.add_option("--report", a.report,
+                 "write the calibration report here: one self-contained HTML page "
+                 "(docs/report.md)");
+  sub.add_option("--report-json", a.report_json,
+                 "write the calibration report's data here as JSON (docs/report.md)");
+  sub.add_option("--memory", a.memory,
+                 "activation calibration in one pass or in two bounded-memory passes over "
+                 "the batches (the same results)")
+      ->check(CLI::IsMember({"one-pass", "bounded"}))
+      ->capture_default_str();
+  sub.add_flag("--order-invariant", a.order_invariant,
+               "HFMG layers: a histogram whose bytes do not depend on the batch order (not "
+               "the toolkit's numbers; docs/scale-out.md)");
+  sub.add_flag("--mpi", a.mpi,
+               "shard the activation calibration over the MPI ranks of mpirun (needs "
+               "--model; rank 0 writes the outputs; docs/scale-out.md)");
+  sub.add_flag("--json", a.json, "print the per-layer table as JSON");
+  sub.add_flag("--quiet", a.quiet, "no progress output");
+  sub.add_flag("--timings", a.timings,
+               "print the wall time of each part of the run on stderr (model files only)");
+}
+
+/// Whether the run is on the user's model files (any of --model, --weights, --batches given).
+[[nodiscard]] bool from_files(const calibrate_args& a) noexcept {
+  return !a.model.empty() || !a.weights.empty() || !a.batches.empty();
+}
+
+/// What is wrong with the combination of options, or empty: all checked before any work.
+[[nodiscard]] std::string usage_problem(const calibrate_args& a) {
+  const bool report = ptq_cli::wants_report(a);
+  const bool bounded = ptq_cli::memory_mode_of(a.memory) == ptq::memory_mode::bounded;
+  if (a.order_invariant && (bounded || a.mpi || report))
+    return "--order-invariant is one pass: not with --memory bounded, --mpi or --report";
+  // The report shows each search's histogram and losses, which the bounded mode never holds
+  // (it keeps only what the result needs).
+  if (report && bounded)
+    return "--report and --report-json need --memory one-pass";
+  if (a.timings && (a.mpi || a.model.empty()))
+    return "--timings times a run from model files (--model), without --mpi";
+  if (a.mpi && a.model.empty())
+    return "--mpi shards a model from files: give --model, --weights and --batches";
+  if (!a.onnx.empty() && a.exports.empty())
+    return "--onnx is read by --export only: add --export FORMAT=OUT";
+  for (const auto& spec : a.exports) {
+    const auto r = ptq_cli::parse_export_spec(spec);
+    if (r && ptq_cli::is_onnx_model_format(r->format) && a.onnx.empty()) {
+      return "--export '" + spec + "': " + r->format +
+             " rewrites the float ONNX model of your model; give it with --onnx MODEL.onnx";
+    }
+  }
+  if (!from_files(a)) {
+    return a.ada_data.empty() ? std::string()
+                              : "--ada-data goes with --model/--weights/--batches; the bundled "
+                                "example takes its AdaRound samples from its calibration images";
+  }
+  for (const auto& b : a.batches) {
+    if (std::filesystem::path(b).extension() == ".cfg") {
+      return "--batches: '" + b +
+             "' is a config: --batches reads every file after it, so give CONFIG first (ptq "
+             "calibrate CONFIG --model M --weights W --batches B...)";
+    }
+  }
+  if (a.config.empty())
+    return "give the CONFIG file with --model, before the options (--batches reads every file "
+           "after it)";
+  if (a.model.empty() || a.weights.empty() || a.batches.empty())
+    return "CONFIG with model files needs all of --model, --weights and --batches (or no model "
+           "files at all for the bundled example)";
+  if (a.mpi && report)
+    return "--report and --report-json need a run without --mpi";
+  return {};
+}
+
+/// The session's options from the command line.
+[[nodiscard]] ptq::session_options session_options_of(const calibrate_args& a,
+                                                      const ptq_cli::progress_printer& p) {
+  ptq::session_options opt;
+  opt.threads = a.threads != 0 ? a.threads : std::max(1U, std::thread::hardware_concurrency());
+  opt.on_ada_progress = p;
+  opt.ada_report_every = p.tty ? 50 : 1000;
+  opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
+  opt.ada_seed = a.seed;
+  opt.keep_search_stats = ptq_cli::wants_report(a);
+  opt.activation_memory = ptq_cli::memory_mode_of(a.memory);
+  opt.order_invariant_histogram = a.order_invariant;
+  return opt;
+}
+
+int run_calibrate(const calibrate_args& a) {
+  if (const auto problem = usage_problem(a); !problem.empty())
+    return fail_usage(problem);
+  ptq_cli::install_interrupt_cleanup("ptq calibrate");
+  ptq_cli::progress_printer p;
+  p.quiet = a.quiet;
+  auto opt = session_options_of(a, p);
+  if (!from_files(a))
+    return run_bundled(a, std::move(opt), p);
+  if (a.mpi) {
 #if PTQ_WITH_MPI
-           return run_files_mpi(*a, std::move(opt), p);
+    return run_files_mpi(a, std::move(opt), p);
 #else
-           return fail(ptq_cli::mpi_unavailable());
+    return fail(ptq_cli::mpi_unavailable());
 #endif
-         }
-         return run_files(*a, std::move(opt), p);
-       };
-     }}};
+  }
+  return run_files(a, std::move(opt), p);
+}
 
 }  // namespace
+
+ptq_cli::command_def ptq_cli::calibrate_command() {
+  return {"calibrate",
+          "Calibrate a model: record, detailed JSON config, fake-quantized weights (no model "
+          "files: the bundled digits model)",
+          [](CLI::App& sub) -> ptq_cli::run_fn {
+            auto a = std::make_shared<calibrate_args>();
+            sub.description(calibrate_help);
+            add_calibrate_options(sub, *a);
+            return [a]() -> int { return run_calibrate(*a); };
+          }};
+}

@@ -27,18 +27,19 @@ std::string summary(const ptq::amct_config& c) {
   return s;
 }
 
-const ptq_cli::register_command reg{
-    {"check", "Check a simple config file (no layer list needed)", 10,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto path = std::make_shared<std::string>();
-       sub.add_option("CONFIG", *path, "simple config (.cfg)")->required();
-       return [path]() -> int {
-         const auto c = ptq_cli::load_config(*path, "check");
-         if (!c)
-           return ptq_cli::exit_error;
-         std::cout << *path << ": valid: " << summary(c->parsed.value()) << '\n';
-         return ptq_cli::exit_ok;
-       };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::check_command() {
+  return {"check", "Check a simple config file (no layer list needed)",
+          [](CLI::App& sub) -> ptq_cli::run_fn {
+            auto path = std::make_shared<std::string>();
+            sub.add_option("CONFIG", *path, "simple config (.cfg)")->required();
+            return [path]() -> int {
+              const auto c = ptq_cli::load_config(*path, "check");
+              if (!c)
+                return ptq_cli::exit_error;
+              std::cout << *path << ": valid: " << summary(c->parsed.value()) << '\n';
+              return ptq_cli::exit_ok;
+            };
+          }};
+}

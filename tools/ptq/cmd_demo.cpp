@@ -120,13 +120,14 @@ int run_demo(const std::string& dir_arg) {
   return failures == 0 ? ptq_cli::exit_ok : ptq_cli::exit_error;
 }
 
-const ptq_cli::register_command reg{
-    {"demo", "Check and resolve the bundled sample configs; print the per-layer table", 90,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto dir = std::make_shared<std::string>();
-       sub.add_option("DIR", *dir, "folder of .cfg files and layers.json (default: bundled)");
-       sub.footer(ptq_cli::bundled_search_text);
-       return [dir]() -> int { return run_demo(*dir); };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::demo_command() {
+  return {"demo", "Check and resolve the bundled sample configs; print the per-layer table",
+          [](CLI::App& sub) -> ptq_cli::run_fn {
+            auto dir = std::make_shared<std::string>();
+            sub.add_option("DIR", *dir, "folder of .cfg files and layers.json (default: bundled)");
+            sub.footer(ptq_cli::bundled_search_text);
+            return [dir]() -> int { return run_demo(*dir); };
+          }};
+}

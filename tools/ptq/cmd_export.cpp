@@ -317,51 +317,53 @@ int run_export(const export_args& a) {
   return ptq_cli::exit_ok;
 }
 
-const ptq_cli::register_command reg{
-    {"export", "Export a calibration record to TensorRT, ncnn, AIMET, AMCT deploy or QDQ JSON", 28,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto a = std::make_shared<export_args>();
-       sub.description(
-           "Export a record (from ptq calibrate) into an engine's format (docs/export.md). Names "
-           "are the manifest's: the layer name for its activation, the weight tensor's name for "
-           "parameters. Lossy conversions are reported per layer (W1220); --strict makes them "
-           "errors. The output is written atomically, and not at all on an error.");
-       sub.add_option("--format", a->format, "one of: " + ptq_cli::export_format_list())
-           ->required();
-       sub.add_option("--record", a->record, "the record file (ptq calibrate --record)")
-           ->required();
-       sub.add_option("--model", a->model, "model manifest (JSON; docs/calibrate.md)");
-       sub.add_option("--weights", a->weights, "weights (.safetensors) named by the manifest");
-       sub.add_option("-o,--output", a->output, "write the export here")->required();
-       sub.add_option("--config", a->config,
-                      "the calibration's simple config: which BatchNorms were fused (the "
-                      "deployed bias)");
-       sub.add_option("--onnx", a->onnx,
-                      "onnx-qdq, onnx: the float ONNX model; other formats: key by the names "
-                      "of its calibrated graph (docs/deploy.md)");
-       sub.add_option("--engine", a->engine,
-                      "onnx-qdq: onnxruntime (default: uint8, fused placement) or tensorrt "
-                      "(int8, zero points 0, inputs placement)");
-       sub.add_option("--placement", a->placement,
-                      "onnx-qdq: fused (Q/DQ also on the outputs an int8 kernel needs) or "
-                      "inputs (the layers' inputs and weights only)");
-       sub.add_option("--activations", a->activations,
-                      "onnx-qdq: the activation type, uint8 (zero point offset_d + 128) or int8");
-       sub.add_flag("--uint8-activations", a->uint8_activations, "onnx-qdq: --activations uint8");
-       sub.add_option("--weight-type", a->weight_type,
-                      "onnx-qdq: 8-bit weights as uint8 with zero point 128 (onnxruntime's "
-                      "default: no int16 saturation in its x86 kernels) or int8");
-       sub.add_option("--dmq", a->dmq,
-                      "ONNX graphs: fold (1/b into the producing layer where the graph allows "
-                      "it, default) or exact (a Div before each DMQ layer)");
-       sub.add_flag("--strict", a->strict, "a lossy conversion is an error");
-       sub.add_option("--trt-version", a->trt_version,
-                      "trt-cache: TensorRT's version as its cache header writes it (8601 for "
-                      "8.6.1, 100300 for 10.3.0)");
-       sub.add_option("--calibrator", a->calibrator,
-                      "trt-cache: the calibrator algorithm of the header")
-           ->capture_default_str();
-       return [a]() -> int { return run_export(*a); };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::export_command() {
+  return {
+      "export", "Export a calibration record to TensorRT, ncnn, AIMET, AMCT deploy or QDQ JSON",
+      [](CLI::App& sub) -> ptq_cli::run_fn {
+        auto a = std::make_shared<export_args>();
+        sub.description(
+            "Export a record (from ptq calibrate) into an engine's format (docs/export.md). Names "
+            "are the manifest's: the layer name for its activation, the weight tensor's name for "
+            "parameters. Lossy conversions are reported per layer (W1220); --strict makes them "
+            "errors. The output is written atomically, and not at all on an error.");
+        sub.add_option("--format", a->format, "one of: " + ptq_cli::export_format_list())
+            ->required();
+        sub.add_option("--record", a->record, "the record file (ptq calibrate --record)")
+            ->required();
+        sub.add_option("--model", a->model, "model manifest (JSON; docs/calibrate.md)");
+        sub.add_option("--weights", a->weights, "weights (.safetensors) named by the manifest");
+        sub.add_option("-o,--output", a->output, "write the export here")->required();
+        sub.add_option("--config", a->config,
+                       "the calibration's simple config: which BatchNorms were fused (the "
+                       "deployed bias)");
+        sub.add_option("--onnx", a->onnx,
+                       "onnx-qdq, onnx: the float ONNX model; other formats: key by the names "
+                       "of its calibrated graph (docs/deploy.md)");
+        sub.add_option("--engine", a->engine,
+                       "onnx-qdq: onnxruntime (default: uint8, fused placement) or tensorrt "
+                       "(int8, zero points 0, inputs placement)");
+        sub.add_option("--placement", a->placement,
+                       "onnx-qdq: fused (Q/DQ also on the outputs an int8 kernel needs) or "
+                       "inputs (the layers' inputs and weights only)");
+        sub.add_option("--activations", a->activations,
+                       "onnx-qdq: the activation type, uint8 (zero point offset_d + 128) or int8");
+        sub.add_flag("--uint8-activations", a->uint8_activations, "onnx-qdq: --activations uint8");
+        sub.add_option("--weight-type", a->weight_type,
+                       "onnx-qdq: 8-bit weights as uint8 with zero point 128 (onnxruntime's "
+                       "default: no int16 saturation in its x86 kernels) or int8");
+        sub.add_option("--dmq", a->dmq,
+                       "ONNX graphs: fold (1/b into the producing layer where the graph allows "
+                       "it, default) or exact (a Div before each DMQ layer)");
+        sub.add_flag("--strict", a->strict, "a lossy conversion is an error");
+        sub.add_option("--trt-version", a->trt_version,
+                       "trt-cache: TensorRT's version as its cache header writes it (8601 for "
+                       "8.6.1, 100300 for 10.3.0)");
+        sub.add_option("--calibrator", a->calibrator,
+                       "trt-cache: the calibrator algorithm of the header")
+            ->capture_default_str();
+        return [a]() -> int { return run_export(*a); };
+      }};
+}

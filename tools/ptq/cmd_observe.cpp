@@ -118,52 +118,54 @@ int run_observe(const observe_options& o) {
   return print_result(q, o.fp16);
 }
 
-const ptq_cli::register_command reg{
-    {"observe", "Calibrate one activation tensor (IFMR or HFMG) from .npy batches", 30,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto o = std::make_shared<observe_options>();
-       sub.footer(
-           ptq_cli::numeric_example("ptq observe --algo ifmr examples/numerics/conv2_input0.npy "
-                                    "examples/numerics/conv2_input1.npy"));
-       sub.add_option("--algo", o->algo, "activation algorithm")
-           ->check(CLI::IsMember({"ifmr", "hfmg"}))
-           ->capture_default_str();
-       sub.add_option("--search-range-start", o->ifmr.search_range_start, "IFMR")
-           ->capture_default_str();
-       sub.add_option("--search-range-end", o->ifmr.search_range_end, "IFMR")
-           ->capture_default_str();
-       sub.add_option("--search-step", o->ifmr.search_step, "IFMR")->capture_default_str();
-       sub.add_option("--max-percentile", o->ifmr.max_percentile, "IFMR")->capture_default_str();
-       sub.add_option("--min-percentile", o->ifmr.min_percentile, "IFMR")->capture_default_str();
-       sub.add_option("--num-of-bins", o->bins, "HFMG histogram bins")
-           ->check(CLI::IsMember({1024, 2048, 4096, 8192}))
-           ->capture_default_str();
-       sub.add_option("--bits", o->bits, "activation bits (dst_type INT8 or INT16)")
-           ->check(CLI::IsMember({8, 16}))
-           ->capture_default_str();
-       sub.add_flag("--asymmetric,!--symmetric", o->asymmetric,
-                    "asymmetric (default, activation_offset) or symmetric quantization");
-       sub.add_option("--candidates", o->candidates,
-                      "IFMR candidate count: toolkit (float32 arange) or inclusive (end included)")
-           ->check(CLI::IsMember({"toolkit", "inclusive"}))
-           ->capture_default_str();
-       sub.add_flag("--fp16-scale", o->fp16, "FORCE_FP16_QUANT: round scale_d through fp16");
-       sub.add_option("--threads", o->threads,
-                      "worker threads (0 = all cores; results are identical for any count)")
-           ->capture_default_str();
-       sub.add_option("--memory", o->memory,
-                      "one-pass (IFMR keeps every value) or bounded (two passes over the files, "
-                      "the same result)")
-           ->check(CLI::IsMember({"one-pass", "bounded"}))
-           ->capture_default_str();
-       sub.add_flag("--order-invariant", o->order_invariant,
-                    "HFMG on a histogram whose bins do not depend on the batch order or split "
-                    "(power-of-two width; not the toolkit's numbers, docs/scale-out.md)");
-       sub.add_flag("--mpi", o->mpi,
-                    "shard the batches over the MPI ranks of mpirun (the same result; rank 0 "
-                    "prints it; docs/scale-out.md)");
-       sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
-       return [o]() -> int { return run_observe(*o); };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::observe_command() {
+  return {
+      "observe", "Calibrate one activation tensor (IFMR or HFMG) from .npy batches",
+      [](CLI::App& sub) -> ptq_cli::run_fn {
+        auto o = std::make_shared<observe_options>();
+        sub.footer(
+            ptq_cli::numeric_example("ptq observe --algo ifmr examples/numerics/conv2_input0.npy "
+                                     "examples/numerics/conv2_input1.npy"));
+        sub.add_option("--algo", o->algo, "activation algorithm")
+            ->check(CLI::IsMember({"ifmr", "hfmg"}))
+            ->capture_default_str();
+        sub.add_option("--search-range-start", o->ifmr.search_range_start, "IFMR")
+            ->capture_default_str();
+        sub.add_option("--search-range-end", o->ifmr.search_range_end, "IFMR")
+            ->capture_default_str();
+        sub.add_option("--search-step", o->ifmr.search_step, "IFMR")->capture_default_str();
+        sub.add_option("--max-percentile", o->ifmr.max_percentile, "IFMR")->capture_default_str();
+        sub.add_option("--min-percentile", o->ifmr.min_percentile, "IFMR")->capture_default_str();
+        sub.add_option("--num-of-bins", o->bins, "HFMG histogram bins")
+            ->check(CLI::IsMember({1024, 2048, 4096, 8192}))
+            ->capture_default_str();
+        sub.add_option("--bits", o->bits, "activation bits (dst_type INT8 or INT16)")
+            ->check(CLI::IsMember({8, 16}))
+            ->capture_default_str();
+        sub.add_flag("--asymmetric,!--symmetric", o->asymmetric,
+                     "asymmetric (default, activation_offset) or symmetric quantization");
+        sub.add_option("--candidates", o->candidates,
+                       "IFMR candidate count: toolkit (float32 arange) or inclusive (end included)")
+            ->check(CLI::IsMember({"toolkit", "inclusive"}))
+            ->capture_default_str();
+        sub.add_flag("--fp16-scale", o->fp16, "FORCE_FP16_QUANT: round scale_d through fp16");
+        sub.add_option("--threads", o->threads,
+                       "worker threads (0 = all cores; results are identical for any count)")
+            ->capture_default_str();
+        sub.add_option("--memory", o->memory,
+                       "one-pass (IFMR keeps every value) or bounded (two passes over the files, "
+                       "the same result)")
+            ->check(CLI::IsMember({"one-pass", "bounded"}))
+            ->capture_default_str();
+        sub.add_flag("--order-invariant", o->order_invariant,
+                     "HFMG on a histogram whose bins do not depend on the batch order or split "
+                     "(power-of-two width; not the toolkit's numbers, docs/scale-out.md)");
+        sub.add_flag("--mpi", o->mpi,
+                     "shard the batches over the MPI ranks of mpirun (the same result; rank 0 "
+                     "prints it; docs/scale-out.md)");
+        sub.add_option("BATCH", o->batches, "one .npy per calibration batch")->required();
+        return [o]() -> int { return run_observe(*o); };
+      }};
+}

@@ -39,7 +39,7 @@ int run_weights(const weights_options& o) {
     return ptq_cli::exit_error;
   ptq::arq_settings s;
   s.bits = o.bits;
-  // The type's default (CHANNEL_WISE_TYPES, spec §3): per channel except Linear.
+  // The type's default (CHANNEL_WISE_TYPES, ptq/core/layer_type.hpp): per channel except Linear.
   s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_type::linear);
   const ptq::tensor_ref w{t->data(), t->shape, o.weight};
   auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
@@ -66,31 +66,33 @@ int run_weights(const weights_options& o) {
   return ptq_cli::exit_ok;
 }
 
-const ptq_cli::register_command reg{
-    {"weights", "Calibrate one weight tensor (ARQ) from a .npy file", 31,
-     [](CLI::App& sub) -> ptq_cli::run_fn {
-       auto o = std::make_shared<weights_options>();
-       sub.footer(ptq_cli::numeric_example(
-           "ptq weights --type Conv2d --bits 8 examples/numerics/conv2_weight.npy"));
-       sub.add_option("--algo", o->algo, "weight algorithm")
-           ->check(CLI::IsMember({"arq"}))
-           ->capture_default_str();
-       sub.add_option("--type", o->type, "layer type (PyTorch class name)")
-           ->required()
-           ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
-       sub.add_option("--groups", o->groups, "convolution groups")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
-       sub.add_option("--bits", o->bits, "weight bits")
-           ->check(CLI::IsMember({4, 6, 7, 8}))
-           ->capture_default_str();
-       auto* cw = sub.add_flag("--channel-wise", o->channel_wise, "one scale per output channel");
-       auto* pt = sub.add_flag("--per-tensor", o->per_tensor, "one scale for the tensor");
-       cw->excludes(pt);
-       sub.add_option("--fake-quant-out", o->fake_quant_out,
-                      "also write the fake-quantized weight to this .npy");
-       sub.add_option("WEIGHT", o->weight, "weight .npy in the framework's layout")->required();
-       return [o]() -> int { return run_weights(*o); };
-     }}};
-
 }  // namespace
+
+ptq_cli::command_def ptq_cli::weights_command() {
+  return {
+      "weights", "Calibrate one weight tensor (ARQ) from a .npy file",
+      [](CLI::App& sub) -> ptq_cli::run_fn {
+        auto o = std::make_shared<weights_options>();
+        sub.footer(ptq_cli::numeric_example(
+            "ptq weights --type Conv2d --bits 8 examples/numerics/conv2_weight.npy"));
+        sub.add_option("--algo", o->algo, "weight algorithm")
+            ->check(CLI::IsMember({"arq"}))
+            ->capture_default_str();
+        sub.add_option("--type", o->type, "layer type (PyTorch class name)")
+            ->required()
+            ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
+        sub.add_option("--groups", o->groups, "convolution groups")
+            ->check(CLI::PositiveNumber)
+            ->capture_default_str();
+        sub.add_option("--bits", o->bits, "weight bits")
+            ->check(CLI::IsMember({4, 6, 7, 8}))
+            ->capture_default_str();
+        auto* cw = sub.add_flag("--channel-wise", o->channel_wise, "one scale per output channel");
+        auto* pt = sub.add_flag("--per-tensor", o->per_tensor, "one scale for the tensor");
+        cw->excludes(pt);
+        sub.add_option("--fake-quant-out", o->fake_quant_out,
+                       "also write the fake-quantized weight to this .npy");
+        sub.add_option("WEIGHT", o->weight, "weight .npy in the framework's layout")->required();
+        return [o]() -> int { return run_weights(*o); };
+      }};
+}

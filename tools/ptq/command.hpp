@@ -1,15 +1,11 @@
-// Subcommand registry of the `ptq` tool.
-//
-// Each `cmd_*.cpp` registers itself with a file-scope `register_command` object, so adding a
-// subcommand touches no shared file. `main.cpp` builds the CLI11 app from the registry.
+// The subcommands of the `ptq` tool: each `cmd_*.cpp` defines one `*_command()`, and `main.cpp`
+// lists them in one table (the order of `ptq --help`) and builds the CLI11 app from it.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace ptq_cli {
 
@@ -27,18 +23,17 @@ using run_fn = std::function<int()>;
 struct command_def {
   std::string name;
   std::string summary;
-  int order = 0;  ///< position in `ptq --help`
   std::function<run_fn(CLI::App& sub)> setup;
 };
 
-[[nodiscard]] inline std::vector<command_def>& registry() {
-  static std::vector<command_def> commands;
-  return commands;
-}
-
-/// Define one at file scope in a `cmd_*.cpp` to add a subcommand.
-struct register_command {
-  explicit register_command(command_def def) { registry().push_back(std::move(def)); }
-};
+[[nodiscard]] command_def calibrate_command();  // cmd_calibrate.cpp
+[[nodiscard]] command_def check_command();      // cmd_check.cpp
+[[nodiscard]] command_def fmt_command();        // cmd_fmt.cpp
+[[nodiscard]] command_def resolve_command();    // cmd_resolve.cpp
+[[nodiscard]] command_def export_command();     // cmd_export.cpp
+[[nodiscard]] command_def observe_command();    // cmd_observe.cpp
+[[nodiscard]] command_def weights_command();    // cmd_weights.cpp
+[[nodiscard]] command_def balance_command();    // cmd_balance.cpp
+[[nodiscard]] command_def demo_command();       // cmd_demo.cpp
 
 }  // namespace ptq_cli

@@ -1,8 +1,10 @@
-// `ptq`: the command-line tool. Subcommands register themselves (command.hpp); this file only
-// builds the CLI11 app, parses, and maps parse failures to exit code 2.
+// `ptq`: the command-line tool. This file lists the subcommands (each a `*_command()` of its
+// cmd_*.cpp, command.hpp), builds the CLI11 app, parses, and maps parse failures to exit code 2.
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -40,11 +42,13 @@ int main(int argc, char** argv) {
     return text;
   });
 
-  auto& commands = ptq_cli::registry();
-  std::stable_sort(commands.begin(), commands.end(),
-                   [](const auto& a, const auto& b) { return a.order < b.order; });
+  // Every subcommand, in the order of `ptq --help`.
+  const std::vector<ptq_cli::command_def> commands = {
+      ptq_cli::calibrate_command(), ptq_cli::check_command(),   ptq_cli::fmt_command(),
+      ptq_cli::resolve_command(),   ptq_cli::export_command(),  ptq_cli::observe_command(),
+      ptq_cli::weights_command(),   ptq_cli::balance_command(), ptq_cli::demo_command()};
   std::vector<std::pair<CLI::App*, ptq_cli::run_fn>> runners;
-  for (auto& c : commands) {
+  for (const auto& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     runners.emplace_back(sub, c.setup(*sub));
   }

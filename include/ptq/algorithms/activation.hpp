@@ -24,8 +24,8 @@ struct activation_quant_result {
   return activation_quant_result{p.scale, p.offset, p.bits, c.clip_min, c.clip_max};
 }
 
-/// FORCE_FP16_QUANT (§5.7): scale_d rounded through binary16; the offset is kept, the clip range
-/// follows the new scale.
+/// FORCE_FP16_QUANT (docs/numerics.md): scale_d rounded through binary16; the offset is kept, the
+/// clip range follows the new scale.
 [[nodiscard]] inline activation_quant_result with_fp16_scale(const activation_quant_result& r) {
   return make_activation_result(quant_params{fp16_scale(r.scale), r.offset, r.bits});
 }

@@ -1,6 +1,6 @@
-// The activation that follows a layer (AdaRound optimizes a layer together with it, spec §5.4
-// (b)): its description, and elementwise forward and backward (dz = dy·act'(z)) of every kind
-// with PyTorch's formulas and its derivative conventions at the kinks. Layout n × channels ×
+// The activation that follows a layer (AdaRound optimizes a layer together with it, docs/ada.md,
+// Activations): its description, and elementwise forward and backward (dz = dy·act'(z)) of every
+// kind with PyTorch's formulas and its derivative conventions at the kinks. Layout n × channels ×
 // spatial (Linear: spatial 1); only PReLU looks at the channel. Float32, scalar, one fixed
 // formula per kind (no reassociation), so results are deterministic. Standard library and core.
 #pragma once

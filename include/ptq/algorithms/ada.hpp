@@ -1,8 +1,8 @@
-// ADA (AdaRound) weight quantization, spec §5.4: the KL initial scale, then per weight a learned
+// ADA (AdaRound) weight quantization (docs/ada.md): the KL initial scale, then per weight a learned
 // choice between rounding down and up, so that act(layer(x)) with the quantized weight stays
 // close to the float layer's output on the caller's samples. Adam on α only; the rounding
 // regulariser with the annealed β starts after the warm start; the rounding is made hard at the
-// end (h ≥ 0.5 rounds up, decision [D] of §5.4).
+// end (h ≥ 0.5 rounds up: ptq's decision where the toolkit writes the soft weight; docs/ada.md).
 //
 // Deterministic: minibatches come from a seeded std::mt19937_64, every reduction has a fixed
 // order, and threads only split independent work, so a seed gives bit-identical weights on every
@@ -189,7 +189,7 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
   return y;
 }
 
-/// AdaRound of one layer (spec §5.4): KL scales, then `num_iteration` Adam steps on α over
+/// AdaRound of one layer (docs/ada.md): KL scales, then `num_iteration` Adam steps on α over
 /// minibatches, then hard rounding. Errors: bad geometry or activation, missing or non-finite
 /// data, bad settings, a non-finite loss.
 [[nodiscard]] inline result<ada_result> ada_round(
@@ -337,7 +337,7 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
     }
   }
 
-  // Hard rounding ([D] §5.4): h ≥ 0.5 rounds up.
+  // Hard rounding (ptq's decision, docs/ada.md): h ≥ 0.5 rounds up.
   ada_result r;
   r.params = std::move(scales).value();
   r.weight.resize(nw);

@@ -1,7 +1,8 @@
-// The initial AdaRound weight scale (spec §5.4 (a)): a KL-divergence search over 20 symmetric
-// clipping windows of a 512-bin histogram, per output channel or per tensor, symmetric 8-bit,
-// offset 0. Checked against the toolkit's own `ada_round/kl_divergence.py` where the spec is
-// silent; every precision decision is in docs/ada.md, "Initial scale (KL search)".
+// The initial AdaRound weight scale (docs/ada.md, Initial scale): a KL-divergence search over 20
+// symmetric clipping windows of a 512-bin histogram, per output channel or per tensor, symmetric
+// 8-bit, offset 0. Checked against the toolkit's own `ada_round/kl_divergence.py` where the
+// algorithm's description is silent; every precision decision is in docs/ada.md, "Initial scale
+// (KL search)".
 // Depends on core, kernels, and the channel geometry of algorithms/tensor.hpp.
 #pragma once
 
@@ -101,8 +102,8 @@ inline bool kl_smooth(double* h, std::size_t n) noexcept {
 /// - Q: P split into 255 groups (group j covers [ceil(j·m), ceil((j+1)·m)), m = len/255, the last
 ///   ends at len); each group's sum spread evenly over the group's nonzero positions of P;
 /// - both smoothed (detail::kl_smooth), normalised, KL = Σ p·log(p/q) (numpy's summation order).
-/// Q is built from P *after* the outlier folding (toolkit code; spec §5.4 leaves this open), so Q
-/// is nonzero exactly where P is, and P is never all-zero when the histogram is not.
+/// Q is built from P *after* the outlier folding (the toolkit's code; its description leaves this
+/// open), so Q is nonzero exactly where P is, and P is never all-zero when the histogram is not.
 /// Returns +Inf for an all-zero histogram.
 [[nodiscard]] inline double kl_window_divergence(const kl_histogram& h, std::size_t window) {
   if (window >= kl_search_windows)

@@ -1,6 +1,6 @@
-// The scalar pieces of AdaRound around its kernels (spec §5.4 (b)): the rectified sigmoid h(α)
-// with ζ = 1.1, γ = −0.1, the α that reproduces a fractional part, the annealed β of the
-// rounding regulariser, and Adam's settings and per-step constants (PyTorch's defaults; the
+// The scalar pieces of AdaRound around its kernels (docs/ada.md, Optimisation): the rectified
+// sigmoid h(α) with ζ = 1.1, γ = −0.1, the α that reproduces a fractional part, the annealed β of
+// the rounding regulariser, and Adam's settings and per-step constants (PyTorch's defaults; the
 // update itself is in kernels/ada_update.hpp). Depends on core and kernels.
 #pragma once
 

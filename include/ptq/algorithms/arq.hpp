@@ -1,4 +1,4 @@
-// ARQ weight quantization (spec §5.3, §3, §10.11): per-tensor or per-output-channel min/max fed to
+// ARQ weight quantization (docs/numerics.md, ARQ): per-tensor or per-output-channel min/max fed to
 // the symmetric min/max kernel (offset 0, an all-zero channel gets scale 1), fake-quantization in
 // place and integer weights into caller buffers. Depends on core, kernels.
 #pragma once
@@ -63,7 +63,7 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   weight_quant_result out;
   out.bits = s.bits;
   // A scale that is not finite (a range that overflows a float) names the tensor and the
-  // channel; a tiny range is no error (process_scale makes its scale 1, spec §10.8).
+  // channel; a tiny range is no error (process_scale makes its scale 1, docs/numerics.md).
   const auto push = [&](float mx, float mn) -> result<> {
     auto p = min_max_params(mx, mn, s.bits, false);
     if (!p) {
@@ -135,7 +135,7 @@ result<> for_each_channel_run(const std::vector<std::size_t>& shape, layer_type 
 }  // namespace detail
 
 /// Fake-quantizes a weight in place (native layout): W <- clamp(round(W/s), qmin, qmax) * s per
-/// output channel. ConvTranspose weights are fake-quantized too (spec §5.3 [D]).
+/// output channel. ConvTranspose weights are fake-quantized too (a ptq decision).
 [[nodiscard]] inline result<> arq_fake_quantize(
     float* w, const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
     const weight_quant_result& p, const kernels::kernel_set& k = kernels::default_kernels()) {

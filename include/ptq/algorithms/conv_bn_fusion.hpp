@@ -1,4 +1,5 @@
-// Conv+BatchNorm fusion (spec §5.1), in the float32 order PyTorch's fuse_conv_bn_weights uses:
+// Conv+BatchNorm fusion (docs/calibrate.md, phase 1), in the float32 order PyTorch's
+// fuse_conv_bn_weights uses:
 //   r_c = 1 / sqrt(var_c + eps),  W'_c = W_c * (gamma_c * r_c),  b'_c = (b_c - mean_c) * r_c *
 //   gamma_c + beta_c
 // Standard library only.

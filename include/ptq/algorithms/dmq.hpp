@@ -1,4 +1,4 @@
-// DMQ balancer (spec §5.2, §10.9): per-input-channel factors s_c = a_c^α / w_c^(1-α) from the
+// DMQ balancer (docs/numerics.md, DMQ): per-input-channel factors s_c = a_c^α / w_c^(1-α) from the
 // activation and weight absmax, with the toolkit's zero-channel rule and the range check, and the
 // functions that apply them (X' = X / s, W' = W · s along Cin). Depends on core, kernels.
 #pragma once
@@ -65,7 +65,7 @@ struct dmq_settings {
   return a;
 }
 
-/// Per input channel max|W| (weight in native layout; Cin-first view of spec §5.2).
+/// Per input channel max|W| (weight in native layout; the Cin-first view of docs/numerics.md).
 [[nodiscard]] inline result<std::vector<float>> weight_channel_absmax(
     const tensor_ref& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
@@ -109,7 +109,7 @@ struct dmq_settings {
   return a;
 }
 
-/// DMQ factors from per-channel absmax values (the toolkit's rule, §5.2 / §10.9).
+/// DMQ factors from per-channel absmax values (the toolkit's rule, docs/numerics.md, DMQ).
 [[nodiscard]] inline result<std::vector<float>> dmq_factors_from_absmax(const std::vector<float>& a,
                                                                         const std::vector<float>& w,
                                                                         const dmq_settings& s) {
@@ -132,7 +132,7 @@ struct dmq_settings {
   }
   std::vector<float> f(cin, 1.0f);
   if (amax < eps || wmax < eps)
-    return f;  // the toolkit crashes here; all ones (§10.9)
+    return f;  // the toolkit crashes here; all ones
   std::vector<float> raw(cin, 0.0f);
   for (std::size_t c = 0; c < cin; ++c) {
     if (w[c] < eps)

@@ -1,4 +1,4 @@
-// HFMG activation calibration (spec §5.6, §10.4-§10.7): a fixed-size histogram from the first
+// HFMG activation calibration (docs/numerics.md, HFMG): a fixed-size histogram from the first
 // batch, merged with every later batch (proportional split, upper index clamped to B-1), then
 // the candidate shrinking, the L2 loss of each candidate (float32 terms, double sums), the first
 // argmin and the min/max kernel. Counts are 64-bit. Depends on core, kernels.
@@ -126,7 +126,7 @@ struct hfmg_bins {
   const kernels::hfmg_loss_params p = kernels::make_hfmg_loss_params(
       static_cast<std::int32_t>(c.left), static_cast<std::int32_t>(c.right), w, bits);
   if (p.d < FLT_EPSILON)
-    return 0.0;  // §10.7: a destination bin below FLT_EPSILON costs nothing
+    return 0.0;  // as the toolkit: a destination bin below FLT_EPSILON costs nothing
   return k.hfmg_loss(nz.index.data(), nz.rho.data(), nz.index.size(), p);
 }
 
@@ -185,7 +185,7 @@ struct hfmg_search {
   return out;
 }
 
-/// Merges `old` into `fresh` (binned on the merged range), per §5.6 / §10.4 / §10.6.
+/// Merges `old` into `fresh` (binned on the merged range), as docs/numerics.md, HFMG, says.
 inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
   const std::size_t nb = fresh.counts.size();
   const double eps = static_cast<double>(FLT_EPSILON);
@@ -208,7 +208,7 @@ inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
     const float upper = old.lo + static_cast<float>(b + 1) * w;
     auto lo_idx = static_cast<std::int64_t>(floor_divide(lower - fresh.lo, mw));
     auto hi_idx = static_cast<std::int64_t>(floor_divide(upper - fresh.lo, mw));
-    lo_idx = lo_idx < 0 ? 0 : (lo_idx > top ? top : lo_idx);  // §10.4: clamp to B-1
+    lo_idx = lo_idx < 0 ? 0 : (lo_idx > top ? top : lo_idx);  // clamp to B-1 (toolkit: IndexError)
     hi_idx = hi_idx < 0 ? 0 : (hi_idx > top ? top : hi_idx);
     if (lo_idx == hi_idx) {
       fresh.counts[static_cast<std::size_t>(lo_idx)] += cnt;

@@ -1,4 +1,4 @@
-// IFMR activation calibration (spec §5.5, §10.1-§10.3, §10.11): percentile start values by a
+// IFMR activation calibration (docs/numerics.md, IFMR): percentile start values by a
 // one-pass top-k, then a search over clip-max candidates with a fused, blocked clip-round-MSE pass
 // (all candidates per cache-resident block, loss sums in double), first minimum wins.
 // Depends on core, kernels.
@@ -27,9 +27,9 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// How many IFMR candidates, and which ratios.
 enum class candidate_rule {
   /// The toolkit's float32 arange(start, end, step): K = ceil((end - start) / step) in double,
-  /// end usually excluded; ratios with torch's vectorised arange rounding (§10.1, §10.2).
+  /// end usually excluded; ratios with torch's vectorised arange rounding.
   toolkit,
-  /// §5.5's documented intent: K = floor((end - start) / step + 0.5) + 1, end included,
+  /// The toolkit's documented intent: K = floor((end - start) / step + 0.5) + 1, end included,
   /// r_i = float32(start + i·step) computed in double.
   inclusive,
 };
@@ -49,7 +49,7 @@ struct ifmr_settings {
 };
 
 /// Lanes of one vectorised torch.arange step on the toolkit's build, and the loop block (two of
-/// them); the last K % arange_block ratios are computed one by one (§10.2).
+/// them); the last K % arange_block ratios are computed one by one.
 inline constexpr std::size_t arange_lanes = 8;
 inline constexpr std::size_t arange_block = 16;
 

@@ -1,7 +1,7 @@
-// The layer arithmetic of AdaRound (spec §5.4 b): forward pass and weight gradient of Linear,
-// Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set (im2col / col2im for the
-// convolutions). Results are bit-identical for every thread count: threads only split the GEMM
-// outputs into independent tiles (each C element is computed by one GEMM call, whatever the
+// The layer arithmetic of AdaRound (docs/ada.md, Optimisation): forward pass and weight gradient of
+// Linear, Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set (im2col / col2im
+// for the convolutions). Results are bit-identical for every thread count: threads only split the
+// GEMM outputs into independent tiles (each C element is computed by one GEMM call, whatever the
 // tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
 // along the GEMM's k axis (samples concatenated), so it has one fixed order.
 // The GEMM tiles and their threads are gemm_tasks.hpp. Depends on core, kernels.

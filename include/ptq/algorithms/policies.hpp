@@ -5,9 +5,12 @@
 // which needs the layer's input samples). Activation: `ifmr`, `hfmg`.
 //
 // `with_weight_policy` / `with_activation_policy` are the one place where the config's
-// `weight_algo` / `activation_algo` enums turn into these types; everything else that needs a
-// runtime choice (make_layer_calibrator, activation_observer, calibrate_weights) goes through
-// them.
+// `weight_algo` / `activation_algo` enums turn into these types; make_layer_calibrator,
+// activation_observer and calibrate_weights go through them. Code that needs no policy type
+// branches on the enums itself: two_pass_observer and deserialize_state (the scale-out
+// passes), the session's batch paths (observe_batch.hpp, sharded_activations.hpp, which read
+// the enum back from a calibrator with `activation_settings_of`), weight_algo_of below, the
+// config reader and writer, the report and the tool.
 //
 // State and policy are apart on purpose: everything a calibration accumulates lives in the
 // observer's `state_type` aggregate (ifmr_state: the concatenated batches; hfmg_state: the
@@ -34,7 +37,7 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// ARQ weight policy (spec §5.3): per-tensor or per-channel min/max, offset 0.
+/// ARQ weight policy (docs/numerics.md, ARQ): per-tensor or per-channel min/max, offset 0.
 struct arq {
   using settings = arq_settings;
   static constexpr weight_algo algo = weight_algo::arq;
@@ -42,7 +45,7 @@ struct arq {
   static constexpr bool needs_samples = false;
 
   /// The layer's `weight_quant_params`; a layer without them (ADA given to a type without
-  /// AdaRound, which the toolkit quantizes with ARQ defaults, spec §4.3) gets 8 bits, per
+  /// AdaRound, which the toolkit quantizes with ARQ defaults, docs/config.md) gets 8 bits, per
   /// channel where the type supports it.
   [[nodiscard]] static settings from_plan(const resolved_layer& l) noexcept {
     settings s;
@@ -62,7 +65,7 @@ struct arq {
   }
 };
 
-/// ADA weight policy (spec §5.4): KL initial scales, then a rounding learned from samples.
+/// ADA weight policy (docs/ada.md): KL initial scales, then a rounding learned from samples.
 struct ada {
   using settings = ada_settings;
   static constexpr weight_algo algo = weight_algo::ada;
@@ -85,7 +88,7 @@ struct ada {
     return s;
   }
 
-  /// The quant params alone: the KL initial scales (§5.4 (a)).
+  /// The quant params alone: the KL initial scales (docs/ada.md, Initial scale).
   [[nodiscard]] static result<weight_quant_result> calibrate(
       const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
@@ -100,7 +103,7 @@ struct ada {
   }
 };
 
-/// IFMR activation policy (spec §5.5).
+/// IFMR activation policy (docs/numerics.md, IFMR).
 struct ifmr {
   using settings = ifmr_settings;
   using observer = ifmr_observer;
@@ -121,7 +124,7 @@ struct ifmr {
   }
 };
 
-/// HFMG activation policy (spec §5.6).
+/// HFMG activation policy (docs/numerics.md, HFMG).
 struct hfmg {
   using settings = hfmg_settings;
   using observer = hfmg_observer;
@@ -156,7 +159,7 @@ decltype(auto) with_activation_policy(activation_algo algo, Fn&& fn) {
 }
 
 /// The weight policy of a resolved layer: ADA only where the layer has ADA params and its type
-/// supports AdaRound (otherwise the toolkit's ARQ defaults, spec §4.3).
+/// supports AdaRound (otherwise the toolkit's ARQ defaults, docs/config.md, Resolution).
 [[nodiscard]] inline weight_algo weight_algo_of(const resolved_layer& l) noexcept {
   const bool ada_round_type = !l.type || supports_ada_round(*l.type);
   return l.weight && l.weight->algo == weight_algo::ada && ada_round_type ? weight_algo::ada

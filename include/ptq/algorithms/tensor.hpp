@@ -1,7 +1,7 @@
-// Layer kinds, tensor references and the per-channel geometry of weights (spec §3): the output
-// channel axis for ARQ (with the ConvTranspose rearrangement with groups, computed without a
-// copy) and the input channel axis for DMQ. Depends on core and kernels; no xtensor (the
-// rearranged copy the tests compare with is tests/support/rearrange.hpp).
+// Layer kinds, tensor references and the per-channel geometry of weights (docs/numerics.md, ARQ
+// and DMQ): the output channel axis for ARQ (with the ConvTranspose rearrangement with groups,
+// computed without a copy) and the input channel axis for DMQ. Depends on core and kernels; no
+// xtensor (the rearranged copy the tests compare with is tests/support/rearrange.hpp).
 #pragma once
 
 #include <cmath>
@@ -112,7 +112,7 @@ template <class MinMax>
   return r;
 }
 
-/// How a weight splits into output channels (ARQ, spec §3): channel o is the union of
+/// How a weight splits into output channels (ARQ, docs/numerics.md): channel o is the union of
 /// `segments_per_channel` contiguous runs of `segment` elements. For Conv/Linear a channel is one
 /// row; for ConvTranspose [Cin, Cout/g, k...] channel o = gi·(Cout/g) + j collects the runs
 /// W[gi·(Cin/g) + ci, j, :] for ci in [0, Cin/g).

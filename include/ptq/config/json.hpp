@@ -1,5 +1,6 @@
-// The detailed per-layer JSON config (spec §4.4) with nlohmann_json: writing it in the toolkit's
-// exact layout, reading it with the JSON rules of spec §4.5, and the layer list.
+// The detailed per-layer JSON config (docs/config.md) with nlohmann_json: writing it in the
+// toolkit's exact layout, reading it with the JSON rules (docs/errors.md, 5xx), and the layer
+// list.
 #pragma once
 
 #include "ptq/config/json_reader.hpp"

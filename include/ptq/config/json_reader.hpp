@@ -1,5 +1,6 @@
-// Reading the detailed per-layer JSON config (spec §4.4) with nlohmann_json, applying the JSON
-// rules of spec §4.5: `try_read_quant_config` (never throws) and nlohmann's `from_json`.
+// Reading the detailed per-layer JSON config (docs/config.md) with nlohmann_json, applying the
+// JSON rules (docs/errors.md, 5xx): `try_read_quant_config` (never throws) and nlohmann's
+// `from_json`.
 #pragma once
 
 #include <algorithm>
@@ -287,8 +288,8 @@ class quant_json_reader {
 
 }  // namespace detail
 
-/// Reads the detailed JSON config, applying the JSON rules of spec §4.5 (unknown keys, repeated
-/// keys, value ranges, mixed algorithm keys). Errors name the JSON path, or `line:col` for
+/// Reads the detailed JSON config, applying the JSON rules of docs/config.md (unknown keys,
+/// repeated keys, value ranges, mixed algorithm keys). Errors name the JSON path, or `line:col` for
 /// malformed JSON. Never throws.
 template <class Float = float>
 [[nodiscard]] result<basic_resolved_config<Float>> try_read_quant_config(std::string_view text) {

@@ -1,4 +1,4 @@
-// Writing the detailed per-layer JSON config (spec §4.4) with nlohmann_json: `to_json` for the
+// Writing the detailed per-layer JSON config (docs/config.md) with nlohmann_json: `to_json` for the
 // plan types, and the toolkit's exact text layout (`dump_toolkit_json`, `to_toolkit_json`).
 #pragma once
 

@@ -237,8 +237,8 @@ struct basic_amct_config {
   [[nodiscard]] bool uses_legacy_fields() const noexcept {
     return weight_offset.has_value() || conv_calibration_config || fc_calibration_config;
   }
-  /// True when the legacy blocks take part in resolution (spec §4.1): only when the file has
-  /// neither `common_config` nor `override_layer_types`.
+  /// True when the legacy blocks take part in resolution (docs/config.md, The older dialect): only
+  /// when the file has neither `common_config` nor `override_layer_types`.
   [[nodiscard]] bool legacy_blocks_apply() const noexcept {
     return (conv_calibration_config || fc_calibration_config) && !common_config &&
            override_layer_types.empty();
@@ -268,7 +268,7 @@ using override_layer_type = basic_override_layer_type<float>;
 using override_layer = basic_override_layer<float>;
 using amct_config = basic_amct_config<float>;
 
-/// The toolkit's defaults for fields the config leaves unset (spec §4.1, §4.4).
+/// The toolkit's defaults for fields the config leaves unset (docs/config.md, Resolution).
 namespace defaults {
 inline constexpr std::uint32_t batch_num = 1;
 inline constexpr bool activation_offset = true;

@@ -24,7 +24,7 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// Options of `try_parse_config`.
 struct parse_options {
   text_limits limits{};
-  /// Run the checks that need no layer list (spec §4.5). Off: only parse and bind.
+  /// Run the checks that need no layer list (docs/errors.md, 3xx). Off: only parse and bind.
   bool validate = true;
 };
 
@@ -209,7 +209,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
 }  // namespace detail
 
 /// Parses simple-config text (either dialect) into the typed model and, unless
-/// `options.validate` is off, checks it (spec §4.5). Never throws a config error: errors and
+/// `options.validate` is off, checks it (docs/errors.md). Never throws a config error: errors and
 /// warnings come back in the result, each with a code and a `line:col` region.
 template <class Float = float>
 [[nodiscard]] result<basic_amct_config<Float>> try_parse_config(std::string_view text,

@@ -92,7 +92,7 @@ struct basic_resolved_layer {
   }
 };
 
-/// The detailed JSON quant config (spec §4.4): globals plus one entry per layer, by name.
+/// The detailed JSON quant config (docs/config.md): globals plus one entry per layer, by name.
 template <class Float = float>
 struct basic_resolved_config {
   std::uint32_t version = 1;

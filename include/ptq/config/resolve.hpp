@@ -1,4 +1,4 @@
-// Per-layer resolution of a simple config against a model's layer list (spec §4.3): the
+// Per-layer resolution of a simple config against a model's layer list (docs/config.md): the
 // toolkit's precedence, defaults and degradations, giving the detailed per-layer config (the
 // plan types are in config/plan.hpp). Standard library only.
 #pragma once
@@ -287,7 +287,7 @@ class config_resolver {
       }
     }
     // Precedence: the chosen block, then common_config when it names the same algorithm, then
-    // activation_offset (spec §4.3).
+    // activation_offset (docs/config.md, Resolution).
     const setting<bool>* common_asym = nullptr;
     if (c_.common_config) {
       const auto& cc = *c_.common_config;
@@ -389,8 +389,8 @@ class config_resolver {
 
 }  // namespace detail
 
-/// Resolves every layer's effective config (spec §4.3). Errors (unknown names, settings a
-/// layer cannot take through an override, nothing to quantize) come back with the config
+/// Resolves every layer's effective config (docs/config.md, Resolution). Errors (unknown names,
+/// settings a layer cannot take through an override, nothing to quantize) come back with the config
 /// position that caused them; degradations of common_config values come back as warnings.
 template <class Float>
 [[nodiscard]] result<basic_resolved_config<Float>> resolve_config(

@@ -1,4 +1,4 @@
-// Checks of a parsed simple config that need no layer list (spec §4.5): required fields, value
+// Checks of a parsed simple config that need no layer list (docs/errors.md): required fields, value
 // ranges, type names, duplicates, and the older dialect's rules. Standard library only.
 #pragma once
 
@@ -400,7 +400,7 @@ void check_required_fields(const basic_amct_config<Float>& config, std::vector<e
   detail::config_checker<Float>(config, diags).required();
 }
 
-/// Appends the errors and warnings of the checks that need no layer list (spec §4.5).
+/// Appends the errors and warnings of the checks that need no layer list (docs/errors.md).
 template <class Float>
 void validate_config(const basic_amct_config<Float>& config, std::vector<error>& diags) {
   detail::config_checker<Float>(config, diags).values();

@@ -29,8 +29,8 @@
 // 4xx resolution, 5xx detailed JSON config, 6xx warnings, 7xx record files, 8xx sessions and
 // manifests, 9xx numerics, 10xx files (.npy, safetensors, reading and writing), 11xx the tool,
 // 1200-1249 export (errors 120x, the lossy-conversion warning 1220), 1250-1299 the ONNX QDQ
-// exporter.
-// 1400-1449 serialized statistic states and sharded sessions (scale-out).
+// exporter, 13xx the calibration report (make_report: errors 1301-1303), 1400-1449 serialized
+// statistic states and sharded sessions (scale-out).
 #define PTQ_ERROR_CODES(X)                \
   X(unexpected_character, 101)            \
   X(unterminated_string, 102)             \
@@ -333,8 +333,11 @@ class result<void> : public detail::result_diagnostics {
 }
 
 #if PTQ_EXCEPTIONS
-/// Thrown by the throwing wrappers (`value_or_throw`, `parse_config`, ...): `what()` is the
-/// rendered message, `diagnostics()` the structured errors and warnings.
+/// Thrown by the throwing wrappers (`value_or_throw`, `parse_config`, ...): `what()` is the text
+/// the thrower passes. The config, JSON-config and record wrappers (`parse_config`, `resolve`,
+/// ...) pass the rendered diagnostics (`format_diagnostics`: positions, codes, notes);
+/// `value_or_throw`, `throw_if_error` and the one-error constructor give the first error's bare
+/// message, without code or position. `diagnostics()` holds the structured errors and warnings.
 class exception : public std::runtime_error {
  public:
   exception(std::vector<::ptq::error> diags, const std::string& rendered)

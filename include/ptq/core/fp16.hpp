@@ -1,4 +1,4 @@
-// FORCE_FP16_QUANT scale rounding (spec §5.7, §10.10). Standard library only.
+// FORCE_FP16_QUANT scale rounding (docs/numerics.md, FORCE_FP16_QUANT). Standard library only.
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// The layer types ptq calibrates and what each may do (spec §3), shared by the config layer
-// and the numerics. Standard library only.
+// The layer types ptq calibrates and what each may do (the settings a type cannot take are in
+// docs/errors.md, E403), shared by the config layer and the numerics. Standard library only.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
-// The n-bit integer grid, quantization parameters, the min/max kernel (spec §1.2, §10.11) and
-// process_scale (§1.3, §10.8). Float32 arithmetic throughout, rounding half to even.
+// The n-bit integer grid, quantization parameters, the min/max kernel and process_scale
+// (docs/numerics.md, Conventions). Float32 arithmetic throughout, rounding half to even.
 // Standard library only.
 #pragma once
 
@@ -53,7 +53,7 @@ struct quant_params {
   return a.scale == b.scale && a.offset == b.offset && a.bits == b.bits;
 }
 
-/// process_scale (§1.3, §10.8) on a float offset that is not rounded yet: a scale below
+/// process_scale on a float offset that is not rounded yet: a scale below
 /// FLT_EPSILON becomes 1 (and an asymmetric offset becomes -2^(n-1)); a scale that is not finite,
 /// or whose reciprocal is not finite, is an error. Returns the rounded offset.
 [[nodiscard]] inline result<quant_params> process_scale(float scale, float offset, bool asymmetric,
@@ -75,13 +75,13 @@ struct quant_params {
 }
 
 /// The divisor of the symmetric scale: 2^(n-1)-1, or 2^(n-1) when |min| > |max| (a tie divides
-/// by 2^(n-1)-1, §10.11).
+/// by 2^(n-1)-1, as the toolkit's Python does).
 [[nodiscard]] inline float symmetric_divisor(float mx, float mn, int bits) noexcept {
   const bool neg = std::fabs(mx) < std::fabs(mn);
   return static_cast<float>((std::int32_t{1} << (bits - 1)) - 1 + (neg ? 1 : 0));
 }
 
-/// The min/max kernel (§1.2): scale and offset from a (max, min) range, then process_scale.
+/// The min/max kernel: scale and offset from a (max, min) range, then process_scale.
 /// Asymmetric: the range is widened to contain 0, scale = (max-min)/(2^n-1),
 /// offset = round(-2^(n-1) - min/scale). Symmetric: scale = max(|max|,|min|)/divisor, offset 0.
 [[nodiscard]] inline result<quant_params> min_max_params(float mx, float mn, int bits,
@@ -120,8 +120,8 @@ struct clip_range {
   return clip_range{lo, hi};
 }
 
-/// The deploy "s19" truncation of a dequant scale (§5.7): float32 bits AND 0xFFFFE000, keeping
-/// the sign, the exponent and the top 10 mantissa bits.
+/// The deploy "s19" truncation of a dequant scale (FORCE_FP16_QUANT): float32 bits AND 0xFFFFE000,
+/// keeping the sign, the exponent and the top 10 mantissa bits.
 [[nodiscard]] inline float truncate_s19(float x) noexcept {
   std::uint32_t bits = 0;
   std::memcpy(&bits, &x, sizeof bits);

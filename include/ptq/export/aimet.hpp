@@ -1,8 +1,8 @@
 // AIMET encodings, the quantization overrides of Qualcomm's QNN/SNPE/QAIRT converters
-// (exporters spec §3): version 0.6.1 (dicts of lists; `is_symmetric` the string "True" or
-// "False"; min/max) and 1.0.0 (lists; `is_sym` a boolean; no min/max). AIMET's grid is unsigned,
-// `x = (q_u + offset) * scale` with `offset = -2^(n-1) - offset_d <= 0`, so AMCT's grid maps
-// onto it exactly. Numbers are the float32 values widened to double and min/max their exact
+// (docs/export.md, AIMET encodings): version 0.6.1 (dicts of lists; `is_symmetric` the string
+// "True" or "False"; min/max) and 1.0.0 (lists; `is_sym` a boolean; no min/max). AIMET's grid is
+// unsigned, `x = (q_u + offset) * scale` with `offset = -2^(n-1) - offset_d <= 0`, so AMCT's grid
+// maps onto it exactly. Numbers are the float32 values widened to double and min/max their exact
 // double products, so a reader finds min == offset * scale to the last bit. Adds nlohmann_json.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The AMCT deploy numbers: what the toolkit's `save_model` writes into the deploy model
-// (exporters spec §6), as a report, without the Ascend graph: AscendQuant's `scale = 1/scale_d`
-// and `offset = offset_d`, AscendDequant's packed uint64 `(uint8(offset_w) << 32) +
-// bits(f32(scale_d * scale_w[c]))` (s19-truncated under FORCE_FP16_QUANT), the int32 bias
+// (docs/export.md, AMCT deploy numbers), as a report, without the Ascend graph: AscendQuant's
+// `scale = 1/scale_d` and `offset = offset_d`, AscendDequant's packed uint64 `(uint8(offset_w) <<
+// 32) + bits(f32(scale_d * scale_w[c]))` (s19-truncated under FORCE_FP16_QUANT), the int32 bias
 // `round(bias / (scale_w[c] * scale_d))` (ties to even, as numpy), the DMQ Mul's `1/b`. float32
 // arithmetic as the toolkit's. Adds nlohmann_json for the report.
 #pragma once
@@ -53,7 +53,7 @@ struct amct_deploy_layer {
     d.dst_type = "INT" + std::to_string(a.bits);
     if (!std::isfinite(d.quant_scale))
       return fail(errc::export_not_representable, l.name, "1/scale_d is not a finite float32");
-    const std::vector<float> one{1.0f};  // AvgPool2d: the toolkit's scale_w of 1 (spec §5.8)
+    const std::vector<float> one{1.0f};  // AvgPool2d: the toolkit's scale_w of 1
     const std::vector<float>& sw = l.weight ? l.weight->scales : one;
     for (std::size_t c = 0; c < sw.size(); ++c) {
       const float prod = a.scale * sw[c];

@@ -1,5 +1,5 @@
-// The ncnn int8 scale table, input of `ncnn2int8` (exporters spec §2): all weight lines
-// `<layer>_param_0 m_0 ... m_{K-1}` (multipliers 1/scale_w, K = num_output, or group for
+// The ncnn int8 scale table, input of `ncnn2int8` (docs/export.md, ncnn int8 table): all weight
+// lines `<layer>_param_0 m_0 ... m_{K-1}` (multipliers 1/scale_w, K = num_output, or group for
 // ConvolutionDepthWise), then the activation lines `<layer> m` (127/amax, or 1/scale_d when
 // exact). Floats are the shortest text that reads back to the same float32; no blank line,
 // which would end ncnn's reader. Needs the manifest (layer types, Cout). Standard library.

@@ -1,4 +1,4 @@
-// The format-agnostic QDQ table (docs/export.md; exporters spec §0, §4.3): per quantized layer
+// The format-agnostic QDQ table (docs/export.md, The QDQ table): per quantized layer
 // the activation tensor (scale, zero point, dtype, bits), the weight tensor (per-axis scales,
 // zero points, the output-channel axis, bits), the DMQ factors and the FORCE_FP16 state, all
 // read from a record and, where known, the model manifest. Every exporter (TensorRT cache, ncnn
@@ -149,7 +149,7 @@ namespace detail {
   return 0;
 }
 
-/// The output-channel axis of a weight in PyTorch layout (spec §4.3): ConvTranspose 1
+/// The output-channel axis of a weight in PyTorch layout (docs/export.md): ConvTranspose 1
 /// (`[Cin, Cout/g, k...]`), everything else 0 (Linear `[Cout, Cin]` is ONNX Gemm with transB=1).
 [[nodiscard]] constexpr int weight_axis(layer_type t) noexcept {
   return t == layer_type::conv_transpose1d || t == layer_type::conv_transpose2d ? 1 : 0;
@@ -232,7 +232,7 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
     l.cin = layer_input_channels(m->desc);
   }
   if (pool)
-    return l;  // AvgPool2d: the record's scale_w is the toolkit's constant 1 (spec §5.8)
+    return l;  // AvgPool2d: the record's scale_w is the toolkit's constant 1
   if (r.scale_w.empty())
     return export_error(errc::export_value_invalid, name, "the record has no scale_w");
   for (std::size_t c = 0; c < r.scale_w.size(); ++c) {

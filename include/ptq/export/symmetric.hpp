@@ -1,6 +1,6 @@
-// The symmetric int8 form of an AMCT activation (exporters spec §0, §1.3, §2.3), shared by the
-// TensorRT cache and the ncnn table, and the loss messages of the formats that cannot hold a
-// layer's DMQ factors or FORCE_FP16 state. Standard library only.
+// The symmetric int8 form of an AMCT activation (docs/export.md), shared by the TensorRT cache
+// and the ncnn table, and the loss messages of the formats that cannot hold a layer's DMQ factors
+// or FORCE_FP16 state. Standard library only.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// The TensorRT calibration cache (implicit INT8 quantization, TensorRT <= 10.x; exporters spec
-// §1): `TRT-<version>-<calibrator>`, then one `<tensor>: <hex>` line per quantized layer input,
+// The TensorRT calibration cache (implicit INT8 quantization, TensorRT <= 10.x; docs/export.md):
+// `TRT-<version>-<calibrator>`, then one `<tensor>: <hex>` line per quantized layer input,
 // the hex being the float32 bit pattern of the symmetric step (`amax / 127`, or scale_d when
 // exact). Weights are not in the file: TensorRT derives them from the model. Standard library.
 #pragma once

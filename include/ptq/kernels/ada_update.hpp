@@ -1,5 +1,5 @@
-// The element-wise passes of one AdaRound iteration (spec §5.4 (b)), as kernels with their
-// scalar references: the soft weight clamp(base + h(α), −128, 127)·s with h the rectified
+// The element-wise passes of one AdaRound iteration (docs/ada.md, Optimisation), as kernels with
+// their scalar references: the soft weight clamp(base + h(α), −128, 127)·s with h the rectified
 // sigmoid (ζ = 1.1, γ = −0.1), and the step that turns ∂recon/∂W into ∂loss/∂α (with the rounding
 // regulariser reg·Σ(1 − |2h − 1|^β)) and applies Adam. The references define the kernels: both
 // are one template over float / xsimd batch (fast_math.hpp), so they agree bit for bit. The

@@ -1,5 +1,5 @@
-// The L2 loss of one HFMG candidate over the nonzero histogram bins (spec §5.6, §10.6), with the
-// toolkit's float32 terms: for source bin b with density rho and the candidate [left, right],
+// The L2 loss of one HFMG candidate over the nonzero histogram bins (docs/numerics.md, HFMG), with
+// the toolkit's float32 terms: for source bin b with density rho and the candidate [left, right],
 //   a = float(b - left)·w, e = a + w,
 //   i, j = destination bins of a and e: 0 left of the candidate, D-1 right of it, else
 //          clamp(floor(a / d), 0, D-1) and clamp(floor(e / d), 0, D-1) (the exact floor, as

@@ -1,4 +1,4 @@
-// Histogram with the toolkit's float32 binning (spec §5.6, §10.5, §10.6):
+// Histogram with the toolkit's float32 binning (docs/numerics.md, HFMG):
 //   bin = int(((x - lo) * B) / (hi - lo)) in float32, x == hi goes to bin B - 1,
 //   values outside [lo, hi] are ignored (torch.histc), and a degenerate range lo == hi uses the
 //   edges [lo - 1, hi + 1], so a constant tensor lands in bin B / 2.

@@ -1,4 +1,4 @@
-// Fused clip-round-MSE over a whole set of IFMR candidates (spec §5.5, §10.3).
+// Fused clip-round-MSE over a whole set of IFMR candidates (docs/numerics.md, IFMR).
 //
 // For candidate k with clip range [lo_k, hi_k] and scale s_k, the per-element term is the
 // toolkit's float32 value
@@ -9,7 +9,7 @@
 //   * within a chunk each lane sums its (at most 16) terms in float32, in element order;
 //   * each chunk's lane partial is added to the lane's double accumulator, chunk by chunk;
 //   * the 16 lane accumulators are added in order 0..15.
-// So the sums are in double (§10.3) except for runs of 16 float32 terms, which keeps the widening
+// So the sums are in double except for runs of 16 float32 terms, which keeps the widening
 // to double off the critical path of the SIMD loop.
 //
 // On arches with FMA the quotient t / s_k is computed as q0 = t·r, q1 = fma(fma(-q0, s, t), r, q0)
@@ -54,7 +54,7 @@ struct mse_candidate {
 /// Terms a lane sums in float32 before widening to double, and the elements of such a chunk.
 /// 16 keeps the widening (two conversions and two double adds per 8 lanes) off the hot path; a
 /// float32 run of 16 positive terms is within 16 ulp, far below the gaps between candidates'
-/// losses (the toolkit itself sums everything in float32, §10.3).
+/// losses (the toolkit itself sums everything in float32).
 inline constexpr std::size_t mse_chunk_terms = 16;
 inline constexpr std::size_t mse_chunk = mse_chunk_terms * virtual_lanes;
 

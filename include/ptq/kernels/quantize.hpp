@@ -1,4 +1,4 @@
-// Fake-quantization and quantization to int8 / int16 into caller buffers (spec §1.1, §5.3):
+// Fake-quantization and quantization to int8 / int16 into caller buffers (docs/numerics.md):
 //     q = clamp(nearbyint(x / scale) + offset, qmin, qmax)       (float32, ties to even)
 //     fake_quant: out = (q - offset) * scale;   quantize: out = int(q)
 // `out` may alias `x` for fake_quant (in-place). Caller checks finiteness and scale > 0.

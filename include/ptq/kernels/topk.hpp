@@ -1,8 +1,8 @@
 // One-pass selection of the k-th largest and the k-th smallest value (IFMR's percentile start
-// values, spec §5.5): a SIMD threshold filter in front of two bounded heaps. Not nth_element, not
-// a sort: for 0.999999 of 16M floats (k = 17) nearly every batch is rejected by one compare.
-// The result is a value of the input, so every correct method gives the same bits; the scalar
-// reference is nth_element on a copy.
+// values, docs/numerics.md, IFMR): a SIMD threshold filter in front of two bounded heaps. Not
+// nth_element, not a sort: for 0.999999 of 16M floats (k = 17) nearly every batch is rejected by
+// one compare. The result is a value of the input, so every correct method gives the same bits; the
+// scalar reference is nth_element on a copy.
 #pragma once
 
 #include <algorithm>

@@ -126,7 +126,7 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
                                                   std::optional<weight_quant_result> params,
                                                   std::vector<float>& scratch) {
   if (l.desc.type == layer_type::avg_pool2d) {
-    l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // spec §5.8
+    l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // the toolkit's scale_w of 1
     return {};
   }
   std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
@@ -257,7 +257,7 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   return {};
 }
 
-/// The toolkit's record (spec §6) of calibrated `layers`: each enabled layer's scales,
+/// The toolkit's record (docs/calibrate.md) of calibrated `layers`: each enabled layer's scales,
 /// offsets, balance factors and types, in order (FORCE_FP16_QUANT marked when `fp16`). Every
 /// enabled layer must have its weight and activation parameters (the session's done phase).
 [[nodiscard]] inline record_file record_of_layers(const std::vector<session_layer>& layers,

@@ -1,4 +1,4 @@
-// The toolkit's record file (`ScaleOffsetRecord`, protobuf text; spec §6): the model, the
+// The toolkit's record file (`ScaleOffsetRecord`, protobuf text; docs/calibrate.md): the model, the
 // writer (fields in field-number order, floats as the toolkit prints them) and the reader with
 // the toolkit's checks. Standard library only; reuses the config layer's lexer for `line:col`.
 #pragma once
@@ -248,7 +248,7 @@ inline bool positive_finite(float v) noexcept {
 
 }  // namespace detail
 
-/// Checks a record as the toolkit does before it saves a model (spec §6): offset ranges,
+/// Checks a record as the toolkit does before it saves a model (docs/calibrate.md): offset ranges,
 /// `offset_w == 0`, finite positive scales, lengths (1 or Cout; balance factors Cin) and type
 /// names. With `layers` given, every key must be one of them and the lengths are checked
 /// against their channel counts. `where[i]` is entry i's position (may be empty).

@@ -195,7 +195,7 @@ namespace detail {
   if (!parsed)
     return parsed;
   record_file rec = std::move(parsed).value();
-  std::vector<diagnostic> diags;
+  std::vector<error> diags;
   validate_record(rec, layers, {}, diags);
   if (std::any_of(diags.begin(), diags.end(), is_error))
     return result<record_file>(std::move(diags));

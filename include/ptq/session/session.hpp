@@ -1,5 +1,5 @@
 // The calibration session: the way an inference engine embeds ptq. It resolves the config for
-// the engine's layers and runs the toolkit's phases in order (spec §2, §7):
+// the engine's layers and runs the toolkit's phases in order (docs/calibrate.md):
 //   1. Conv+BN fusion (at creation),
 //   2. the DMQ pass: the engine feeds each balanced layer's input once (`feed_dmq`),
 //   3. weight quantization of the fused, balanced weights (`quantize_weights`, ARQ), then the
@@ -65,7 +65,7 @@ class calibration_session {
       infos.push_back(std::move(i));
     }
     auto plan = resolve_config(config, infos, options.resolve);
-    std::vector<diagnostic> diags = plan.diagnostics();
+    std::vector<error> diags = plan.diagnostics();
     if (!plan)
       return result<calibration_session>(std::move(diags));
     calibration_session s;
@@ -179,7 +179,7 @@ class calibration_session {
         [](const session_layer& l) { return learns_from_samples(l) && !l.weight_params; });
   }
 
-  /// Phase 3, AdaRound (spec §5.4): learns the rounding of the next AdaRound layer, `name`, from
+  /// Phase 3, AdaRound (docs/ada.md): learns the rounding of the next AdaRound layer, `name`, from
   /// its input samples `input` (dim 0 is the sample axis; Linear: every row of the last axis is
   /// a sample) computed by the engine with the earlier layers quantized. The target is the
   /// layer's float output through its activation on `float_input` (the input with every
@@ -275,7 +275,7 @@ class calibration_session {
         [](const session_layer& l) { return l.plan.quant_enable && !l.activation_params; });
   }
 
-  /// The toolkit's record (spec §6) once every enabled layer is calibrated (E802 before).
+  /// The toolkit's record (docs/calibrate.md) once every enabled layer is calibrated (E802 before).
   [[nodiscard]] result<record_file> record() const {
     if (phase_ != session_phase::done) {
       const auto p = pending();
@@ -383,7 +383,7 @@ class calibration_session {
   }
 
   // Reports only the layers it fuses: one in skip_fusion_layers is no fusion step.
-  void fuse(std::vector<diagnostic>& diags) {
+  void fuse(std::vector<error>& diags) {
     std::size_t done = 0;
     const std::size_t total =
         count_if([&](const session_layer& l) { return fusion_wanted(l, plan_); });

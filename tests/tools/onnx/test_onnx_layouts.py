@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""onnx_layouts: the weight layouts of spec §4.3 on a hand-made model and record, checked
-against codes derived here by hand: a grouped Conv (axis 0, DMQ, asymmetric offset_d -37), a
-ConvTranspose (axis 1), a MatMul with a K×N weight (axis 1, DMQ along K) and a Gemm with
-transB=0 and a per-tensor INT4 weight (no axis). python3-onnx's checker must accept the result.
+"""onnx_layouts: the weight layouts (docs/export.md, the QDQ table's `axis`) on a hand-made
+model and record, checked against codes derived here by hand: a grouped Conv (axis 0, DMQ,
+asymmetric offset_d -37), a ConvTranspose (axis 1), a MatMul with a K×N weight (axis 1, DMQ
+along K) and a Gemm with transB=0 and a per-tensor INT4 weight (no axis). python3-onnx's
+checker must accept the result.
     test_onnx_layouts.py PTQ
 """
 import json

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """onnx_tensorrt: `ptq export --format onnx-qdq --engine tensorrt` keeps TensorRT's explicit
-quantization rules (exporters spec §1.5; TensorRT itself is not in Debian), on the bundled model:
+quantization rules (docs/deploy.md, TensorRT; TensorRT itself is not in Debian), on the bundled
+model:
     test_onnx_tensorrt.py PTQ EXAMPLES_DIR
 
 - every QuantizeLinear/DequantizeLinear is int8 with zero points 0 and finite positive scales;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """onnx_testdata: ONNX's own QuantizeLinear/DequantizeLinear vectors (libonnx-testdata, opset 13,
 uint8) against (a) ptq's quantizer and fake-quant dequantization (the qdq_codes helper, with
-the int8 mapping zp - 128 of spec §4.5) and (b) the NumPy evaluator the other onnx tests use.
+the int8 mapping zp - 128 of the uint8 zero point) and (b) the NumPy evaluator the other onnx
+tests use.
     test_onnx_testdata.py QDQ_CODES TESTDATA_NODE_DIR
 """
 import glob
@@ -74,7 +75,7 @@ def main():
         check(np.array_equal(ptq_out, want.astype(np.float64)),
               f"{name}: ptq gives {ptq_out.ravel()}, ONNX {want.ravel()}")
         print(f"{name}: {want.size} values equal (ONNX, ptq, onnx_eval)")
-    # The case of spec §4.5 that shows ties to even: 3 / 2 = 1.5 -> 2.
+    # The case that shows ties to even: 3 / 2 = 1.5 -> 2.
     _, _, ins, want = load_case(os.path.join(node_dir, "test_quantizelinear"))
     check(list(want) == [128, 129, 130, 255, 1, 0], f"test_quantizelinear vector is {want}")
 

@@ -73,7 +73,7 @@ std::pair<std::string, std::string> add_grid(graph_edit& ed, const std::string& 
     return make_error(errc::onnx_unsupported,
                       at + "a ConvTranspose with group " + std::to_string(m.desc.conv.groups) +
                           " and per-channel scales: its Cout is not one axis of the weight "
-                          "(spec §4.3)");
+                          "(it is [Cin, Cout/group, k...])");
   }
   std::vector<float> scales(per_channel ? ch.cout : 1);
   for (std::size_t c = 0; c < scales.size(); ++c)

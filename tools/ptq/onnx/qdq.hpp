@@ -2,8 +2,9 @@
 // Every quantized layer gets its weight as int8 codes and a DequantizeLinear (scale_w times
 // the folds' channel factors, per axis), and its input quantize-dequantized with scale_d and
 // its zero point. Two placements:
-//   - inputs: only there (spec exporters.md §4.2); with the exact DMQ Div and the BatchNorms as
-//     calibrated, every Q/DQ output equals ptq's quantizer and fake-quant kernel bit for bit.
+//   - inputs: only there (the exact form of docs/export.md); with the exact DMQ Div and the
+//     BatchNorms as calibrated, every Q/DQ output equals ptq's quantizer and fake-quant kernel
+//     bit for bit.
 //   - fused: also on the outputs that let an engine run each layer as one int8 kernel (ONNX
 //     Runtime's QLinearConv, QGemm, QLinearMatMul, QLinearAveragePool, QLinearAdd, ...): a
 //     layer's output is quantized with the scale of the layer that consumes it, through the
