@@ -9,6 +9,7 @@
 #   tools/install-deps.sh --ort DIR  also ONNX Runtime for the ort_* tests: the npm package
 #                                    onnxruntime-node (CPU binaries inside) into DIR/node_modules
 #   tools/install-deps.sh --ci       also clang-14, the libFuzzer/sanitizer runtimes, clang-format
+#                                    and clang-tidy
 set -euo pipefail
 
 ort_version=1.30.0
@@ -20,13 +21,13 @@ ort_dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --test) packages+=("${test_packages[@]}") ;;
-    --ci) packages+=("${test_packages[@]}" clang-14 libclang-rt-14-dev clang-format-14) ;;
+    --ci) packages+=("${test_packages[@]}" clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14) ;;
     --ort)
       [[ $# -ge 2 ]] || { echo "install-deps.sh: --ort needs a folder" >&2; exit 2; }
       ort_dir=$2
       shift
       ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
   shift

@@ -91,11 +91,12 @@ int main(int argc, char** argv) {
   std::string error;
   if (!config || !digits::load_digits(dir, data, error)) {
     if (comm.rank() == 0) {
-      if (!read)
+      if (!read) {
         std::cerr << ptq::format_error(read.error());
-      else
+      } else {
         std::cerr << ptq::format_diagnostics(config.diagnostics(), read.value(), config_path)
                   << error << '\n';
+      }
     }
     return 1;
   }

@@ -193,6 +193,15 @@ TEST_CASE("ptq export: wrong inputs are clear errors and write nothing", "[expor
           "ptq export: error: ncnn-table needs the layer types and output-channel counts; give "
           "--model and --weights [E1206]\n");
   }
+  SECTION("--onnx without the model, before any file is read") {
+    const auto r =
+        ptq_test::run_cli("export --format qdq-json --record no_such_record.txt --onnx " + ex +
+                          "/digits/model.onnx -o x.json");
+    CHECK(r.code == 1);
+    CHECK(r.err ==
+          "ptq export: error: --onnx needs --model and --weights: the manifest's weight names "
+          "find each layer's node [E1206]\n");
+  }
   SECTION("trt-cache without its version") {
     const auto r =
         ptq_test::run_cli("export --format trt-cache --record " + golden + "record.txt -o x.cache");

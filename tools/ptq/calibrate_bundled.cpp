@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "bundled_calibration.hpp"
 #include "bundled_data.hpp"
-#include "bundled_model.hpp"
 #include "calibrate_run.hpp"
 #include "config_io.hpp"
 #include "input_files.hpp"

@@ -200,6 +200,59 @@ int run_onnx_export(const export_args& a) {
   return ptq_cli::exit_ok;
 }
 
+/// The table formats' inputs: none is an output, each a file within its limit.
+ptq::result<> check_table_inputs(const export_args& a) {
+  std::vector<ptq_cli::named_path> inputs = {{"--record", a.record}};
+  if (!a.config.empty())
+    inputs.push_back({"--config", a.config});
+  if (!a.model.empty()) {
+    inputs.push_back({"--model", a.model});
+    inputs.push_back({"--weights", a.weights});
+  }
+  if (!a.onnx.empty())
+    inputs.push_back({"--onnx", a.onnx});
+  if (auto st = ptq_cli::check_outputs({{"-o", a.output}}, inputs); !st)
+    return st;
+  for (const auto& in : inputs) {
+    auto st = in.option == "--weights" || in.option == "--onnx"
+                  ? ptq_cli::check_tensor_file(in.path, in.option.c_str())
+                  : ptq_cli::check_input_file(in.path, in.option.c_str(), ptq_cli::max_text_bytes);
+    if (!st)
+      return st;
+  }
+  return {};
+}
+
+/// The manifest of --model over the tensors of --weights; its errors name the manifest.
+ptq::result<ptq::model_manifest> read_manifest(const export_args& a) {
+  auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
+  if (!weights)
+    return weights.error();
+  auto text = ptq_cli::read_text_input(a.model, "--model");
+  if (!text)
+    return text.error();
+  auto parsed = ptq::parse_manifest(text.value(), weights.value());
+  if (!parsed) {
+    auto e = parsed.error();
+    e.path = a.model;
+    return e;
+  }
+  return parsed;
+}
+
+/// The record does not say which BatchNorms the calibration fused; the config does (without
+/// one, the fusion default).
+ptq::qdq_options fusion_of(const std::optional<ptq_cli::loaded_config>& cfg) {
+  ptq::qdq_options o;
+  if (cfg) {
+    const auto& c = cfg->parsed.value();
+    o.fuse_batch_norm = c.do_fusion.value_or(ptq::defaults::do_fusion);
+    for (const auto& n : c.skip_fusion_layers)
+      o.skip_fusion_layers.push_back(n.value);
+  }
+  return o;
+}
+
 int run_export(const export_args& a) {
   ptq_cli::install_interrupt_cleanup("ptq export");
   if (a.format == "onnx-qdq" || a.format == "onnx")
@@ -223,24 +276,13 @@ int run_export(const export_args& a) {
                                 a.format + " needs the layer types and output-channel counts; give "
                                            "--model and --weights"));
   }
-  std::vector<ptq_cli::named_path> inputs = {{"--record", a.record}};
-  if (!a.config.empty())
-    inputs.push_back({"--config", a.config});
-  if (!a.model.empty()) {
-    inputs.push_back({"--model", a.model});
-    inputs.push_back({"--weights", a.weights});
+  if (!a.onnx.empty() && a.model.empty()) {
+    return fail(ptq::make_error(ptq::errc::export_needs_model,
+                                "--onnx needs --model and --weights: the manifest's weight "
+                                "names find each layer's node"));
   }
-  if (!a.onnx.empty())
-    inputs.push_back({"--onnx", a.onnx});
-  if (auto st = ptq_cli::check_outputs({{"-o", a.output}}, inputs); !st)
+  if (auto st = check_table_inputs(a); !st)
     return fail(st.error());
-  for (const auto& in : inputs) {
-    auto st = in.option == "--weights" || in.option == "--onnx"
-                  ? ptq_cli::check_tensor_file(in.path, in.option.c_str())
-                  : ptq_cli::check_input_file(in.path, in.option.c_str(), ptq_cli::max_text_bytes);
-    if (!st)
-      return fail(st.error());
-  }
   auto rec = read_record(a.record);
   if (!rec)
     return ptq_cli::exit_error;
@@ -258,43 +300,21 @@ int run_export(const export_args& a) {
       return fail(st.error());
     table = ptq::make_qdq_table(rec.value());
   } else {
-    auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
-    if (!weights)
-      return fail(weights.error());
-    auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
-    if (!manifest_text)
-      return fail(manifest_text.error());
-    auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
-    if (!parsed) {
-      auto e = parsed.error();
-      e.path = a.model;
-      return fail(e);
-    }
+    auto parsed = read_manifest(a);
+    if (!parsed)
+      return fail(parsed.error());
     model = std::move(parsed).value();
     if (auto st = ptq_cli::check_record_complete(rec.value(), a.record, &*model,
                                                  cfg ? &cfg->parsed.value() : nullptr, a.config);
         !st)
       return fail(st.error());
-    // The record does not say which BatchNorms the calibration fused; the config does.
-    ptq::qdq_options o;
-    if (cfg) {
-      const auto& c = cfg->parsed.value();
-      o.fuse_batch_norm = c.do_fusion.value_or(ptq::defaults::do_fusion);
-      for (const auto& n : c.skip_fusion_layers)
-        o.skip_fusion_layers.push_back(n.value);
-    }
-    table = ptq::make_qdq_table(rec.value(), *model, o);
+    table = ptq::make_qdq_table(rec.value(), *model, fusion_of(cfg));
     if (table && a.config.empty() && !warn_assumed_fusion(a, format->name, table.value(), *model))
       return ptq_cli::exit_error;
   }
   if (!table)
     return fail_all(table.diagnostics());
   if (!a.onnx.empty()) {  // key by the calibrated graph's names
-    if (a.model.empty()) {
-      return fail(ptq::make_error(ptq::errc::export_needs_model,
-                                  "--onnx needs --model and --weights: the manifest's weight "
-                                  "names find each layer's node"));
-    }
     ptq_cli::onnx_sources src;
     src.onnx_path = a.onnx;
     src.manifest_path = a.model;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "bundled_model.hpp"
+#include "bundled_calibration.hpp"
 #include "calibrate_report.hpp"
 #include "outputs.hpp"
 #include "ptq/report/html.hpp"

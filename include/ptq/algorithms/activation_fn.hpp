@@ -73,7 +73,7 @@ struct activation_desc {
 /// `channels` weights; the parameters the kind uses must be finite; RReLU needs lower <= upper
 /// (torch's check). Parameters of other kinds are ignored.
 [[nodiscard]] inline result<> check_activation(const activation_desc& a, std::size_t channels) {
-  const auto fail = [&](std::string what) {
+  const auto fail = [&](const std::string& what) {
     return make_error(errc::invalid_argument, std::string(to_string(a.kind)) + ": " + what);
   };
   switch (a.kind) {
@@ -239,10 +239,11 @@ void map2(const float* z, const float* dy, float* dz, std::size_t count, F f) no
       break;
     }
     case activation_kind::gelu:
-      if (a.gelu_tanh)
+      if (a.gelu_tanh) {
         detail::map1(z, y, count, detail::gelu_tanh_f);
-      else
+      } else {
         detail::map1(z, y, count, detail::gelu_erf_f);
+      }
       break;
   }
   return {};
@@ -293,10 +294,11 @@ void map2(const float* z, const float* dy, float* dz, std::size_t count, F f) no
       break;
     }
     case activation_kind::gelu:
-      if (a.gelu_tanh)
+      if (a.gelu_tanh) {
         detail::map2(z, dy, dz, count, detail::gelu_tanh_b);
-      else
+      } else {
         detail::map2(z, dy, dz, count, detail::gelu_erf_b);
+      }
       break;
   }
   return {};

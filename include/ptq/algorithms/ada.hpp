@@ -284,7 +284,7 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
     const std::size_t total = s.num_iteration;
     // The regulariser is off while t < warm_start·num_iteration.
     const double warm = static_cast<double>(s.warm_start) * static_cast<double>(total);
-    const double norm = static_cast<double>(batch * spatial);
+    const auto norm = static_cast<double>(batch * spatial);
     for (std::size_t t = 0; t < total; ++t) {
       // Minibatch: the first `batch` entries of a partial Fisher–Yates shuffle (distinct samples).
       for (std::size_t i = 0; i < batch; ++i) {

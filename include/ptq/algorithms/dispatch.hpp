@@ -57,10 +57,11 @@ class activation_observer {
                         const std::string& name) {
     return with_activation_policy(s.algo, [&](auto policy) {
       using observer = typename decltype(policy)::observer;
-      if constexpr (std::is_same_v<decltype(policy), hfmg>)
+      if constexpr (std::is_same_v<decltype(policy), hfmg>) {
         return variant_t(std::in_place_type<observer>, s.hfmg, k, name);
-      else
+      } else {
         return variant_t(std::in_place_type<observer>, s.ifmr, k, name);
+      }
     });
   }
   variant_t obs_;
@@ -80,10 +81,11 @@ struct weight_settings {
     const kernels::kernel_set& k = kernels::default_kernels()) {
   return with_weight_policy(s.algo, [&](auto policy) {
     using policy_t = decltype(policy);
-    if constexpr (std::is_same_v<policy_t, ada>)
+    if constexpr (std::is_same_v<policy_t, ada>) {
       return policy_t::calibrate(w, op, groups, s.ada, k);
-    else
+    } else {
       return policy_t::calibrate(w, op, groups, s.arq, k);
+    }
   });
 }
 

@@ -96,7 +96,7 @@ struct hfmg_candidate {
 /// The bin width the search uses: the toolkit rebuilds its edges as lo + float32(i·w) with
 /// w = (hi-lo)/B, and then takes (top edge - lo)/B.
 [[nodiscard]] inline float hfmg_search_width(const hfmg_histogram& h) noexcept {
-  const float nb = static_cast<float>(h.counts.size());
+  const auto nb = static_cast<float>(h.counts.size());
   const float w0 = (h.hi - h.lo) / nb;
   const float top = h.lo + nb * w0;
   return (top - h.lo) / nb;
@@ -188,7 +188,7 @@ struct hfmg_search {
 /// Merges `old` into `fresh` (binned on the merged range), as docs/numerics.md, HFMG, says.
 inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
   const std::size_t nb = fresh.counts.size();
-  const double eps = static_cast<double>(FLT_EPSILON);
+  const auto eps = static_cast<double>(FLT_EPSILON);
   const bool same = std::fabs(static_cast<double>(fresh.lo) - static_cast<double>(old.lo)) <= eps &&
                     std::fabs(static_cast<double>(fresh.hi) - static_cast<double>(old.hi)) <= eps;
   if (same) {
@@ -196,7 +196,7 @@ inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
       fresh.counts[b] += old.counts[b];
     return;
   }
-  const float nbf = static_cast<float>(nb);
+  const auto nbf = static_cast<float>(nb);
   const float w = (old.hi - old.lo) / nbf;
   const float mw = (fresh.hi - fresh.lo) / nbf;
   const auto top = static_cast<std::int64_t>(nb) - 1;

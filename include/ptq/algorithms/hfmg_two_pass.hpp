@@ -64,9 +64,10 @@ struct hfmg_ranges_state {
   std::vector<batch_range> out;
   out.reserve(st.batches.size());
   for (const auto& [b, r] : st.batches) {
-    if (b != out.size())
+    if (b != out.size()) {
       return make_error(errc::no_data,
                         "HFMG: pass 1 has no batch " + std::to_string(out.size() + 1));
+    }
     if (out.empty()) {
       out.push_back(r);
     } else {

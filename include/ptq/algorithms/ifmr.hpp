@@ -111,7 +111,7 @@ inline constexpr std::size_t arange_block = 16;
   std::vector<kernels::mse_candidate> c;
   c.reserve(ratios.value().size());
   float bound = max0;
-  float limit = static_cast<float>((std::int64_t{1} << s.bits) - 1);
+  auto limit = static_cast<float>((std::int64_t{1} << s.bits) - 1);
   if (!s.asymmetric) {
     const bool neg = std::fabs(max0) < std::fabs(min0);
     bound = std::fabs(max0) > std::fabs(min0) ? std::fabs(max0) : std::fabs(min0);

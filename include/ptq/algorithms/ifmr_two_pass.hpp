@@ -90,7 +90,7 @@ void keep_first(std::vector<float>& v, std::uint64_t k, Before before) {
 template <class Before>
 void keep_extremes(std::vector<float>& kept, const float* x, std::size_t n, std::uint64_t k,
                    Before before) {
-  const std::size_t cap = static_cast<std::size_t>(2 * k + 64);
+  const auto cap = static_cast<std::size_t>(2 * k + 64);
   bool full = kept.size() >= k;
   float thr = full ? kept[static_cast<std::size_t>(k - 1)] : 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
@@ -128,8 +128,8 @@ void keep_extremes(std::vector<float>& kept, const float* x, std::size_t n, std:
   }
   if (auto st = detail::mark_batch(t.sizes, batch, n, name); !st)
     return st;
-  detail::keep_extremes(t.large, x, n, t.k_large, std::greater<float>());
-  detail::keep_extremes(t.small, x, n, t.k_small, std::less<float>());
+  detail::keep_extremes(t.large, x, n, t.k_large, std::greater<>());
+  detail::keep_extremes(t.small, x, n, t.k_small, std::less<>());
   return {};
 }
 
@@ -152,8 +152,8 @@ void keep_extremes(std::vector<float>& kept, const float* x, std::size_t n, std:
   }
   t.large.insert(t.large.end(), other.large.begin(), other.large.end());
   t.small.insert(t.small.end(), other.small.begin(), other.small.end());
-  detail::keep_first(t.large, t.k_large, std::greater<float>());
-  detail::keep_first(t.small, t.k_small, std::less<float>());
+  detail::keep_first(t.large, t.k_large, std::greater<>());
+  detail::keep_first(t.small, t.k_small, std::less<>());
   return {};
 }
 
@@ -304,7 +304,7 @@ inline void fold_blocks(ifmr_losses_state& st) {
     return mm.error();
   st.seen[batch] = 1;
   // The head piece (up to the first block boundary), the whole blocks, the tail piece.
-  const std::size_t head_in = static_cast<std::size_t>(o % ifmr_block);
+  const auto head_in = static_cast<std::size_t>(o % ifmr_block);
   const std::size_t head = head_in == 0 ? 0 : std::min<std::size_t>(n, ifmr_block - head_in);
   const std::uint64_t first_whole = (o + head) / ifmr_block;
   const std::size_t whole = (n - head) / ifmr_block;

@@ -23,7 +23,7 @@ inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
 [[nodiscard]] inline std::vector<std::int64_t> as_i64(const std::vector<std::uint64_t>& v) {
-  return std::vector<std::int64_t>(v.begin(), v.end());
+  return {v.begin(), v.end()};
 }
 
 [[nodiscard]] inline error ended_early(std::string_view what) {

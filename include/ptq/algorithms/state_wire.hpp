@@ -182,9 +182,10 @@ inline void write_ranges(wire_writer& w, const std::vector<batch_range>& v) {
   st.merged.counts = r.i64s();
   if (r.failed())
     return detail::ended_early(what);
-  if (st.bins < 4 || st.bins > max_state_bins)
+  if (st.bins < 4 || st.bins > max_state_bins) {
     return wire_payload_error(what,
                               "bin count outside [4, " + std::to_string(max_state_bins) + "]");
+  }
   if (st.ranges.empty() || st.own.size() != st.ranges.size() || st.folded > st.ranges.size())
     return wire_payload_error(what, "range lists of different lengths or too many batches folded");
   for (std::size_t b = 0; b < st.ranges.size(); ++b) {

@@ -84,7 +84,7 @@ template <class C>
 [[nodiscard]] inline std::string shape_string(const std::vector<std::size_t>& s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i)
+    if (i != 0u)
       out += ", ";
     out += std::to_string(s[i]);
   }

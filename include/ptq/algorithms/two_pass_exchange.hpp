@@ -32,10 +32,11 @@ using two_pass_state = two_pass_observer::state_variant;
     return make_error(errc::session_call_invalid, "serialize: the observer has not begun");
   return std::visit(
       [](const auto& x) -> std::string {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>)
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) {
           return {};
-        else
+        } else {
           return serialize(x);
+        }
       },
       st);
 }
@@ -67,12 +68,13 @@ using two_pass_state = two_pass_observer::state_variant;
       [&](auto& x) -> result<> {
         using T = std::decay_t<decltype(x)>;
         const T& y = std::get<T>(other);
-        if constexpr (std::is_same_v<T, std::monostate>)
+        if constexpr (std::is_same_v<T, std::monostate>) {
           return make_error(errc::session_call_invalid, "merge: the observer has not begun");
-        else if constexpr (std::is_same_v<T, ifmr_losses_state>)
+        } else if constexpr (std::is_same_v<T, ifmr_losses_state>) {
           return merge(x, y, k);
-        else
+        } else {
           return merge(x, y);
+        }
       },
       st);
 }
@@ -137,7 +139,7 @@ template <class Comm, class Feed>
                                                               std::uint64_t total, Feed&& feed,
                                                               const kernels::kernel_set& k) {
   const activation_settings& s = o.settings();
-  const auto mine = [&](result<> local) -> result<std::string> {
+  const auto mine = [&](const result<>& local) -> result<std::string> {
     if (!local)
       return local.error();
     if (auto st = feed(o); !st)

@@ -92,10 +92,11 @@ inline void append_excerpt(std::string& out, std::string_view margin, std::strin
   for (std::size_t i = begin; i < end;) {
     const auto v = visible_at(text, i);
     if (i + v.bytes <= col) {
-      if (v.text == "\t")
+      if (v.text == "\t") {
         marks += '\t';
-      else
+      } else {
         marks.append(v.cells, ' ');
+      }
     } else if (i < col + width) {
       marks += caret ? '~' : '^';
       marks.append(v.cells - 1, '~');

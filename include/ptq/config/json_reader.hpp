@@ -53,8 +53,8 @@ class quant_json_reader {
         } else if (v.template get<std::string>() == "FORCE_FP16_QUANT") {
           c.fakequant_precision_mode = fakequant_precision_mode::force_fp16_quant;
         } else if (v.template get<std::string>() != "DEFAULT") {
-          ok = fail(errc::fakequant_mode_invalid, "must be \"DEFAULT\" or \"FORCE_FP16_QUANT\"",
-                    key);
+          ok =
+              fail(errc::fakequant_mode_invalid, R"(must be "DEFAULT" or "FORCE_FP16_QUANT")", key);
         }
       } else if (key == "skip_fusion_layers") {
         if (!v.is_array()) {
@@ -88,7 +88,7 @@ class quant_json_reader {
   }
 
  private:
-  bool fail(errc code, std::string message, std::string_view path) {
+  bool fail(errc code, const std::string& message, std::string_view path) {
     std::string text = path.empty() ? message : "'" + std::string(path) + "': " + message;
     diags_.push_back({code, severity::error, std::move(text), {}, {}});
     return false;
@@ -130,9 +130,10 @@ class quant_json_reader {
 
   bool read_layer(const nlohmann::ordered_json& j, const std::string& name,
                   basic_resolved_layer<Float>& l) {
-    if (!j.is_object())
+    if (!j.is_object()) {
       return fail(errc::json_unknown_key, "unknown global key (a layer entry must be an object)",
                   name);
+    }
     bool ok = true;
     bool has_act = false;
     for (const auto& [key, v] : j.items()) {
@@ -184,7 +185,7 @@ class quant_json_reader {
         } else if (v == "hfmg") {
           a.algo = activation_algo::hfmg;
         } else {
-          ok = fail(errc::json_value_out_of_range, "must be \"ifmr\" or \"hfmg\"", p);
+          ok = fail(errc::json_value_out_of_range, R"(must be "ifmr" or "hfmg")", p);
         }
       } else if (key == "asymmetric") {
         ok &= bool_in(v, p, a.asymmetric);
@@ -249,8 +250,8 @@ class quant_json_reader {
         } else if (v == "ada_quantize") {
           w.algo = weight_algo::ada;
         } else {
-          ok = fail(errc::json_value_out_of_range, "must be \"arq_quantize\" or \"ada_quantize\"",
-                    p);
+          ok =
+              fail(errc::json_value_out_of_range, R"(must be "arq_quantize" or "ada_quantize")", p);
         }
       } else if (key == "channel_wise") {
         has_cw = true;

@@ -90,10 +90,11 @@ void to_json(nlohmann::ordered_json& j, const basic_resolved_config<Float>& c) {
     return false;
   };
   for (const auto* l : sorted) {
-    if (global(l->name))
+    if (global(l->name)) {
       j[l->name] = *l;
-    else
+    } else {
       detail::append_member(j, l->name, *l);
+    }
   }
 }
 

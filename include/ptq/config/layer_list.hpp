@@ -35,7 +35,7 @@ inline namespace PTQ_ABI_NAMESPACE {
                 std::to_string(where.column) + ": " + where.what);
   }
   if (!j.is_array())
-    return fail("the layer list must be a JSON array of {\"name\", \"type\"} objects");
+    return fail(R"(the layer list must be a JSON array of {"name", "type"} objects)");
   std::vector<layer_info> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const auto& e = j[i];
@@ -88,7 +88,7 @@ inline namespace PTQ_ABI_NAMESPACE {
     }
     out.push_back(std::move(l));
   }
-  return R(std::move(out));
+  return {std::move(out)};
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

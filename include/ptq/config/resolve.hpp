@@ -84,7 +84,7 @@ class config_resolver {
     return static_cast<std::size_t>(std::count_if(diags_.begin(), diags_.end(), is_error));
   }
   void error(errc code, std::string message, source_region where, std::string note = {}) {
-    diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
+    diags_.emplace_back(code, severity::error, std::move(message), where, std::move(note));
   }
   void warning(std::string message, source_region where) {
     if (skipped_layer_)  // a layer the config skips runs in float: its degradations do not matter
@@ -116,6 +116,7 @@ class config_resolver {
     if (++suggestions_ > max_suggestions)
       return {};
     std::vector<std::string_view> names;
+    names.reserve(layers.size());
     for (const auto& l : layers)
       names.push_back(l.name);
     return did_you_mean(name, names);
@@ -248,7 +249,7 @@ class config_resolver {
   }
 
   bool skipped(const layer_info& l) const {
-    if (skipped_layers_.count(l.name))
+    if (skipped_layers_.count(l.name) != 0u)
       return true;
     for (const auto& s : c_.skip_layer_types) {
       if (s.value == to_string(l.type))

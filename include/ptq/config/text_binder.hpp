@@ -39,10 +39,10 @@ class text_binder {
   Derived& derived() { return static_cast<Derived&>(*this); }
 
   void error(errc code, std::string message, source_region where, std::string note = {}) {
-    diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
+    diags_.emplace_back(code, severity::error, std::move(message), where, std::move(note));
   }
   void warning(errc code, std::string message, source_region where, std::string note = {}) {
-    diags_.push_back({code, severity::warning, std::move(message), where, std::move(note)});
+    diags_.emplace_back(code, severity::warning, std::move(message), where, std::move(note));
   }
 
   void unknown(const text_field& f, std::string_view message_name,
@@ -240,6 +240,7 @@ class text_binder {
                const std::vector<std::pair<std::string_view, int>>& names) {
     const auto& t = v.scalar;
     std::vector<std::string_view> valid;
+    valid.reserve(names.size());
     for (const auto& [name, num] : names)
       valid.push_back(name);
     if (t.kind == token_kind::identifier) {
@@ -311,9 +312,7 @@ class text_binder {
         return "a string";
       case token_kind::number:
         return "the number " + quoted_value(t.text);
-      case token_kind::identifier:
-        return "'" + quoted_value(t.text) + "'";
-      default:
+      default:  // an identifier, a symbol
         return "'" + quoted_value(t.text) + "'";
     }
   }

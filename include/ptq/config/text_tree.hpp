@@ -225,7 +225,7 @@ class text_parser {
   text_message msg;
   if (!p.run(msg))
     return result<text_message>(std::vector<error>{p.take_error()});
-  return result<text_message>(std::move(msg));
+  return {std::move(msg)};
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -217,7 +217,7 @@ class config_checker {
 
  private:
   void error(errc code, std::string message, source_region where, std::string note = {}) {
-    diags_.push_back({code, severity::error, std::move(message), where, std::move(note)});
+    diags_.emplace_back(code, severity::error, std::move(message), where, std::move(note));
   }
   void warning(errc code, std::string message, source_region where) {
     diags_.push_back({code, severity::warning, std::move(message), where, {}});

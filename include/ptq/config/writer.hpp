@@ -3,6 +3,7 @@
 // gives an equal config. Standard library only.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -73,8 +74,9 @@ class config_writer {
   }
   template <class T>
   static std::string float_text(T v) {
-    return v != v ? "nan"
-                  : shortest_repr(v);  // to_chars writes "inf", "-inf" as the reader takes them
+    return std::isnan(v)
+               ? "nan"
+               : shortest_repr(v);  // to_chars writes "inf", "-inf" as the reader takes them
   }
   template <class T>
   void scalar(int depth, std::string_view name, const setting<T>& s) {

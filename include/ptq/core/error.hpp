@@ -152,7 +152,7 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 /// Stable error and warning codes, rendered as `[E<n>]` (errors) or `[W<n>]` (warnings).
 enum class errc : std::uint16_t {
-#define PTQ_ERRC_ENUMERATOR(name, number) name = number,
+#define PTQ_ERRC_ENUMERATOR(name, number) name = (number),
   PTQ_ERROR_CODES(PTQ_ERRC_ENUMERATOR)
 #undef PTQ_ERRC_ENUMERATOR
 };

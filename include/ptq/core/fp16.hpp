@@ -33,7 +33,7 @@ inline constexpr double fp16_min_normal = 6.103515625e-05;  // 2^-14
 /// (scale > 65504 or scale < 2^-14) r = fp16(sqrt(scale)) with the root taken in double and
 /// scale = r·r in float32; otherwise scale = fp16(scale).
 [[nodiscard]] inline float fp16_scale(float scale) noexcept {
-  const double s = static_cast<double>(scale);
+  const auto s = static_cast<double>(scale);
   if (s > fp16_max || s < fp16_min_normal) {
     const auto r = static_cast<float>(round_to_fp16(std::sqrt(s)));
     return r * r;

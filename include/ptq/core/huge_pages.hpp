@@ -22,8 +22,10 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t begin = (at + huge - 1) & ~(huge - 1);
   const std::uintptr_t end = (at + bytes) & ~(huge - 1);
-  if (end > begin)
-    (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  if (end > begin) {  // the page-aligned address as an offset from p: no integer-to-pointer cast
+    void* first = const_cast<char*>(static_cast<const char*>(p)) + (begin - at);
+    (void)::madvise(first, end - begin, MADV_HUGEPAGE);
+  }
 #else
   (void)p;
   (void)bytes;

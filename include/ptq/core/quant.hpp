@@ -93,9 +93,9 @@ struct quant_params {
   if (asymmetric) {
     mx = mx > 0.0f ? mx : 0.0f;
     mn = mn < 0.0f ? mn : 0.0f;
-    const float levels = static_cast<float>((std::int32_t{1} << bits) - 1);
+    const auto levels = static_cast<float>((std::int32_t{1} << bits) - 1);
     const float scale = (mx - mn) / levels;
-    const float half = static_cast<float>(std::int32_t{1} << (bits - 1));
+    const auto half = static_cast<float>(std::int32_t{1} << (bits - 1));
     const float offset = mx != mn ? -half - mn / scale : -half;
     return process_scale(scale, offset, true, bits);
   }

@@ -93,10 +93,11 @@ template <class Comm, class Merge>
     bytes.reserve(sent.size());
     for (std::size_t r = 0; r < sent.size() && out; ++r) {
       auto got = detail::decode_shard_status(sent[r], r, failed);
-      if (!got)
+      if (!got) {
         out = got.error();
-      else
+      } else {
         bytes.push_back(std::move(got).value());
+      }
     }
     if (out) {
       failed = 0;

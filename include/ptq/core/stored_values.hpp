@@ -62,7 +62,7 @@ struct stored_values {
   void convert(std::size_t at, std::size_t n, float* out) const noexcept {
     const char* src = bytes + at * item();
     if (type == stored_type::f32) {
-      if (n)
+      if (n != 0u)
         std::memcpy(out, src, n * 4);
       return;
     }

@@ -66,7 +66,7 @@ namespace detail {
     return note;
   std::string all = "valid names: ";
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i)
+    if (i != 0u)
       all += ", ";
     all += names[i];
   }

@@ -59,7 +59,7 @@ namespace detail {
   std::array<char, 64> buf{};
   const auto r =
       std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general, digits);
-  return std::string(buf.data(), r.ptr);
+  return {buf.data(), r.ptr};
 }
 
 /// A coordinate with one decimal.
@@ -162,11 +162,11 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
   const auto syt = [&](double t) { return plot_t + ih - (t - y0) / (y1 - y0) * ih; };
   std::string s = "<svg class=\"plot " + p.css_class + "\" viewBox=\"0 0 " + coord(plot_w) + " " +
                   coord(plot_h) + "\" width=\"" + coord(plot_w) + "\" height=\"" + coord(plot_h) +
-                  "\" role=\"img\" aria-label=\"" + html_escape(p.title) + "\"><title>" +
+                  R"(" role="img" aria-label=")" + html_escape(p.title) + "\"><title>" +
                   html_escape(p.title) + "</title>";
   s +=
-      "<text class=\"pt\" x=\"" + coord(plot_l) + "\" y=\"15\">" + html_escape(p.title) + "</text>";
-  s += "<rect class=\"frame\" x=\"" + coord(plot_l) + "\" y=\"" + coord(plot_t) + "\" width=\"" +
+      R"(<text class="pt" x=")" + coord(plot_l) + R"(" y="15">)" + html_escape(p.title) + "</text>";
+  s += R"(<rect class="frame" x=")" + coord(plot_l) + "\" y=\"" + coord(plot_t) + "\" width=\"" +
        coord(iw) + "\" height=\"" + coord(ih) + "\"/>";
   // y ticks: powers of ten for counts, else round steps.
   std::vector<std::pair<double, std::string>> yt;
@@ -178,15 +178,15 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
   }
   for (const auto& [t, label] : yt) {
     const std::string y = coord(syt(t));
-    s += "<line class=\"tick\" x1=\"" + coord(plot_l - 4) + "\" y1=\"" + y + "\" x2=\"" +
-         coord(plot_l + iw) + "\" y2=\"" + y + "\"/><text class=\"yl\" x=\"" + coord(plot_l - 6) +
+    s += R"(<line class="tick" x1=")" + coord(plot_l - 4) + "\" y1=\"" + y + "\" x2=\"" +
+         coord(plot_l + iw) + "\" y2=\"" + y + R"("/><text class="yl" x=")" + coord(plot_l - 6) +
          "\" y=\"" + coord(syt(t) + 3.5) + "\">" + html_escape(label) + "</text>";
   }
   auto xt = p.index_x ? round_ticks(x0, x1 - 1.0, std::max(1.0, nice_step(x1 - x0)))
                       : round_ticks(x0, x1, nice_step(x1 - x0));
   for (const auto& [v, label] : xt) {
     const double at = p.index_x ? v + 0.5 : v;
-    s += "<text class=\"xl\" x=\"" + coord(sx(at)) + "\" y=\"" + coord(plot_t + ih + 14) + "\">" +
+    s += R"(<text class="xl" x=")" + coord(sx(at)) + "\" y=\"" + coord(plot_t + ih + 14) + "\">" +
          html_escape(label) + "</text>";
   }
   if (p.bars) {
@@ -195,7 +195,7 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
       d += "V" + coord(sy(p.y[i])) + "H" + coord(sx(p.x[i + 1]));
     }
     d += "V" + coord(sy(0.0)) + "Z";
-    s += "<path class=\"bars\" d=\"" + d + "\"/>";
+    s += R"(<path class="bars" d=")" + d + "\"/>";
   } else if (!p.x.empty()) {
     std::string pts;
     for (std::size_t i = 0; i < p.x.size() && i < p.y.size(); ++i) {
@@ -203,7 +203,7 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
         continue;
       pts += (pts.empty() ? "" : " ") + coord(sx(p.x[i])) + "," + coord(sy(p.y[i]));
     }
-    s += "<polyline class=\"line\" points=\"" + pts + "\"/>";
+    s += R"(<polyline class="line" points=")" + pts + "\"/>";
   }
   for (const auto& m : p.markers) {
     if (!std::isfinite(m.x))
@@ -214,13 +214,13 @@ inline constexpr double plot_l = 66.0, plot_r = 24.0, plot_t = 24.0, plot_b = 38
   }
   if (p.highlight && *p.highlight < p.x.size() && *p.highlight < p.y.size()) {
     const std::size_t i = *p.highlight;
-    s += "<circle class=\"best\" cx=\"" + coord(sx(p.x[i])) + "\" cy=\"" + coord(sy(p.y[i])) +
-         "\" r=\"4\"><title>" + html_escape(p.highlight_label) + "</title></circle>";
+    s += R"(<circle class="best" cx=")" + coord(sx(p.x[i])) + "\" cy=\"" + coord(sy(p.y[i])) +
+         R"(" r="4"><title>)" + html_escape(p.highlight_label) + "</title></circle>";
   }
-  s += "<text class=\"al\" x=\"" + coord(plot_l + iw / 2) + "\" y=\"" + coord(plot_h - 6) + "\">" +
+  s += R"(<text class="al" x=")" + coord(plot_l + iw / 2) + "\" y=\"" + coord(plot_h - 6) + "\">" +
        html_escape(p.x_label) + "</text>";
   s += "<text class=\"al\" transform=\"rotate(-90)\" x=\"" + coord(-(plot_t + ih / 2)) +
-       "\" y=\"11\">" + html_escape(p.y_label) + "</text></svg>";
+       R"(" y="11">)" + html_escape(p.y_label) + "</text></svg>";
   return s;
 }
 

@@ -28,8 +28,8 @@ namespace detail {
 /// One 0.6.1 encoding dict.
 [[nodiscard]] inline nlohmann::json aimet_061_entry(int bits, float scale, std::int64_t offset,
                                                     bool symmetric) {
-  const double s = static_cast<double>(scale);
-  const double top = static_cast<double>((std::int64_t{1} << bits) - 1 + offset);
+  const auto s = static_cast<double>(scale);
+  const auto top = static_cast<double>((std::int64_t{1} << bits) - 1 + offset);
   return {{"bitwidth", bits},
           {"dtype", "int"},
           {"is_symmetric", symmetric ? "True" : "False"},

@@ -30,8 +30,8 @@ namespace detail {
 /// BatchNorm kept apart (ncnnoptimize folds it into the weights the scales were taken on).
 inline void report_ncnn_caveats(std::vector<error>& out, const qdq_layer& l, layer_type type) {
   const auto caveat = [&](const std::string& what) {
-    out.push_back(error(errc::export_engine_caveat, severity::warning,
-                        "layer '" + l.name + "': ncnn-table: " + what));
+    out.emplace_back(errc::export_engine_caveat, severity::warning,
+                     "layer '" + l.name + "': ncnn-table: " + what);
   };
   const auto& w = *l.weight;
   if (w.bits == 8 && l.weight_codes_at_qmin > 0) {

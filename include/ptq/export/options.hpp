@@ -39,8 +39,8 @@ class export_report {
       : strict_(opt.strict), format_(std::move(format)) {}
 
   void lossy(const std::string& layer, const std::string& what) {
-    diags_.push_back(error(errc::export_lossy, strict_ ? severity::error : severity::warning,
-                           "layer '" + layer + "': " + format_ + ": " + what));
+    diags_.emplace_back(errc::export_lossy, strict_ ? severity::error : severity::warning,
+                        "layer '" + layer + "': " + format_ + ": " + what);
   }
   void fail(errc code, const std::string& layer, const std::string& what) {
     diags_.push_back(make_error(code, "layer '" + layer + "': " + format_ + ": " + what));
@@ -56,7 +56,7 @@ class export_report {
   [[nodiscard]] result<std::string> finish(std::string text) {
     if (failed())
       return result<std::string>(std::move(diags_));
-    return result<std::string>(std::move(text), std::move(diags_));
+    return {std::move(text), std::move(diags_)};
   }
   [[nodiscard]] const std::string& format() const noexcept { return format_; }
 

@@ -170,7 +170,8 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
       c = (ci / (w.shape[0] / l.groups)) * w.shape[1] + (i / per) % w.shape[1];
     }
     const float s = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
-    l.weight_codes_at_qmin += std::nearbyint(v[i] / s) <= static_cast<float>(w.qmin);
+    l.weight_codes_at_qmin +=
+        static_cast<std::size_t>(std::nearbyint(v[i] / s) <= static_cast<float>(w.qmin));
   }
 }
 
@@ -190,9 +191,10 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   const int wbits = type_bits(r.wts_type.value_or("INT8"));
   if (abits != 4 && abits != 8 && abits != 16)
     return export_error(errc::export_value_invalid, name, "act_type is not INT4, INT8 or INT16");
-  if (wbits == 0 || wbits == 16)
+  if (wbits == 0 || wbits == 16) {
     return export_error(errc::export_value_invalid, name,
                         "wts_type is not INT4, INT6, INT7 or INT8");
+  }
   auto& a = l.activation;
   a.tensor = name;
   a.scale = *r.scale_d;
@@ -220,11 +222,12 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   l.force_fp16 = r.fakequant_precision_mode.value_or("") == "FORCE_FP16_QUANT";
   l.dmq_factors = r.tensor_balance_factor;
   for (const float b : l.dmq_factors) {
-    if (!std::isfinite(b) || !(b > 0.0f))
+    if (!std::isfinite(b) || !(b > 0.0f)) {
       return export_error(errc::export_value_invalid, name,
                           "a DMQ factor is not finite and positive");
+    }
   }
-  const bool pool = m && m->desc.type == layer_type::avg_pool2d;
+  const bool pool = (m != nullptr) && m->desc.type == layer_type::avg_pool2d;
   if (m) {
     l.type = m->desc.type;
     l.groups = m->desc.conv.groups;
@@ -248,9 +251,10 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
                             std::to_string(r.offset_w.size()) + " offset_w");
   }
   for (const auto o : r.offset_w) {
-    if (o != 0)
+    if (o != 0) {
       return export_error(errc::export_value_invalid, name,
                           "offset_w must be 0 (weights are symmetric)");
+    }
   }
   if (m && l.cout != 0 && r.scale_w.size() != 1 && r.scale_w.size() != l.cout) {
     return export_error(errc::export_shape_mismatch, name,
@@ -334,7 +338,7 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   for (const auto& m : model.layers)
     manifest_names.insert(m.desc.name);
   for (const auto& e : record.records) {
-    if (!manifest_names.count(e.key)) {
+    if (manifest_names.count(e.key) == 0u) {
       std::string names;
       for (const auto& m : model.layers)
         names += (names.empty() ? "" : ", ") + m.desc.name;

@@ -33,7 +33,7 @@ namespace detail {
   if (s.empty())
     return false;
   for (const char c : s) {
-    if (!pred(static_cast<unsigned char>(c)))
+    if (pred(static_cast<unsigned char>(c)) == 0)
       return false;
   }
   return true;

@@ -290,7 +290,7 @@ struct npy_header {
   const std::size_t n = shape_elements(shape);
   const std::size_t at = out.size();
   out.resize(at + 4 * n);
-  if (n)
+  if (n != 0u)
     std::memcpy(&out[at], data, 4 * n);
   return out;
 }

@@ -137,16 +137,17 @@ namespace detail {
 
 inline result<float_tensor> safetensors_file::get(std::string_view name) const {
   const auto* e = find(name);
-  if (!e)
+  if (!e) {
     return make_error(errc::tensor_not_found,
                       "tensor '" + std::string(name) + "' is not in the file");
+  }
   const std::size_t n = e->numel();
   float_tensor out;
   out.shape = e->shape;
   const char* src = data().data() + e->begin;
   if (e->dtype == "F32") {
     out.data.resize(n);
-    if (n)
+    if (n != 0u)
       std::memcpy(out.data.data(), src, n * 4);
   } else if (e->dtype == "F64") {
     out.data.resize(n);
@@ -358,10 +359,11 @@ struct named_tensor {
     const std::size_t bytes = t.data.size() * 4;
     nlohmann::ordered_json entry = {
         {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    if (names.insert(t.name).second && t.name != "__metadata__")
+    if (names.insert(t.name).second && t.name != "__metadata__") {
       ptq::detail::append_member(header, t.name, std::move(entry));
-    else
+    } else {
       header[t.name] = std::move(entry);
+    }
     offset += bytes;
   }
   std::string h = header.dump();

@@ -175,10 +175,11 @@ void ada_soft_weight_simd(const ada_arrays& s, std::size_t n, float* w) noexcept
 inline double ada_step_ref(const ada_arrays& s, std::size_t n, const float* gw,
                            const ada_step_params& p) noexcept {
   float lanes[ada_sum_lanes] = {};
-  if (p.beta > 0.0f)
+  if (p.beta > 0.0f) {
     detail::ada_step_scalar<true>(s, 0, n, gw, p, lanes);
-  else
+  } else {
     detail::ada_step_scalar<false>(s, 0, n, gw, p, lanes);
+  }
   return detail::ada_finish_lanes(lanes);
 }
 

@@ -225,9 +225,12 @@ void gemm_micro(std::size_t kb, const float* ap, const float* bp, float* c, std:
   c32.store_unaligned(r3 + 2 * W);
 }
 
-inline float* align64(float* p) noexcept {
+/// The first 64-byte aligned float at or after `p` (an offset from p: no integer-to-pointer
+/// cast, which would hide the pointer's origin from the optimizer).
+inline float* align64(const float* p) noexcept {
   const auto v = reinterpret_cast<std::uintptr_t>(p);
-  return reinterpret_cast<float*>((v + 63) & ~std::uintptr_t{63});
+  const std::uintptr_t skip = (64 - (v & 63)) & 63;  // bytes, a multiple of sizeof(float)
+  return const_cast<float*>(p) + skip / sizeof(float);
 }
 
 }  // namespace detail

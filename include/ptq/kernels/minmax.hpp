@@ -64,10 +64,11 @@ namespace detail {
 template <class Arch>
 [[nodiscard]] fbatch<Arch> finite_accumulate(const fbatch<Arch>& z, const fbatch<Arch>& a,
                                              const fbatch<Arch>& zero) noexcept {
-  if constexpr (has_fused_madd<Arch>)
+  if constexpr (has_fused_madd<Arch>) {
     return fused_madd<Arch>(a, zero, z);
-  else
+  } else {
     return z + a;
+  }
 }
 
 }  // namespace detail

@@ -95,7 +95,7 @@ enum class mse_mode { clip, no_clip, checked };
 /// The bound below takes twice that δ and stays under the product. 0 when the mode does not pay
 /// (for a large Q most chunks would fail the check and be redone) or is not safe to use.
 [[nodiscard]] inline float mse_check_threshold(float scale, float absmax) noexcept {
-  const double s = static_cast<double>(scale);
+  const auto s = static_cast<double>(scale);
   if (!(s >= 0x1p-60 && s <= 0x1p60))
     return 0.0f;
   const double q = static_cast<double>(absmax) / s * (1.0 + 0x1p-20) + 1.0;
@@ -105,7 +105,7 @@ enum class mse_mode { clip, no_clip, checked };
   const double t = s * s * (0.5 - delta) * (0.5 - delta) * (1.0 - 0x1p-20);
   if (!(t < static_cast<double>(FLT_MAX)))
     return 0.0f;
-  float f = static_cast<float>(t);
+  auto f = static_cast<float>(t);
   if (static_cast<double>(f) > t)
     f = std::nextafter(f, 0.0f);
   return f;

@@ -56,13 +56,13 @@ struct extreme_heaps {
   void push_large(float v) {
     if (large.size() < kl) {
       large.push_back(v);
-      std::push_heap(large.begin(), large.end(), std::greater<float>());
+      std::push_heap(large.begin(), large.end(), std::greater<>());
       if (large.size() == kl)
         thr_large = large.front();
     } else if (v > thr_large) {
-      std::pop_heap(large.begin(), large.end(), std::greater<float>());
+      std::pop_heap(large.begin(), large.end(), std::greater<>());
       large.back() = v;
-      std::push_heap(large.begin(), large.end(), std::greater<float>());
+      std::push_heap(large.begin(), large.end(), std::greater<>());
       thr_large = large.front();
     }
   }

@@ -74,7 +74,7 @@ document.querySelectorAll('table.sortable').forEach(function(t){
 
 /// A numeric cell: its text and its sort value.
 [[nodiscard]] inline std::string num_cell(double v, const std::string& text) {
-  return "<td class=\"n\" data-v=\"" + (std::isfinite(v) ? num_text(v, 9) : std::string()) + "\">" +
+  return R"(<td class="n" data-v=")" + (std::isfinite(v) ? num_text(v, 9) : std::string()) + "\">" +
          html_escape(text) + "</td>";
 }
 

@@ -95,10 +95,11 @@ struct has_stored<Source,
 /// `s.view(name)` when Source has view(), else `s.get(name)` (a copy).
 template <class Source>
 [[nodiscard]] auto fetch_tensor(const Source& s, std::string_view name) {
-  if constexpr (has_view<Source>::value)
+  if constexpr (has_view<Source>::value) {
     return s.view(name);
-  else
+  } else {
     return s.get(name);
+  }
 }
 
 /// Layer `layer`'s input in file `f`, read-only and in place where the source can (through

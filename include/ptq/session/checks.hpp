@@ -109,10 +109,11 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   if (x.size() == 0)
     return fail("empty tensor");
   const void* data = nullptr;
-  if constexpr (std::is_same_v<Input, stored_tensor_ref>)
+  if constexpr (std::is_same_v<Input, stored_tensor_ref>) {
     data = x.values.bytes;
-  else
+  } else {
     data = x.data;
+  }
   if (data == nullptr)
     return fail("no data (null pointer)");
   if (l.type == layer_type::avg_pool2d)

@@ -213,12 +213,13 @@ template <class Weights>
       known.insert(known.end(), {"kernel_size", "stride"});
     } else {
       known.insert(known.end(), {"weight", "bias", "batch_norm", "activation"});
-      if (linear)
-        known.push_back("flatten");
-      else
+      if (linear) {
+        known.emplace_back("flatten");
+      } else {
         known.insert(known.end(), {"stride", "padding", "dilation", "groups", "padding_mode"});
+      }
       if (transpose)
-        known.push_back("output_padding");
+        known.emplace_back("output_padding");
     }
     if (auto st = detail::known_keys(e, known, at); !st)
       return st.error();
@@ -355,14 +356,14 @@ template <class Weights>
         std::string approx;
         if (!detail::optional_field(attrs, "approximate", std::string("none"), approx) ||
             (approx != "none" && approx != "tanh")) {
-          return manifest_error(at + "GELU \"approximate\" must be \"none\" or \"tanh\"");
+          return manifest_error(at + R"(GELU "approximate" must be "none" or "tanh")");
         }
         d.gelu_tanh = approx == "tanh";
       } else if (kind == "RReLU") {
         d.kind = activation_kind::rrelu;
         if (!detail::optional_field(attrs, "lower", 1.0f / 8.0f, d.rrelu_lower) ||
             !detail::optional_field(attrs, "upper", 1.0f / 3.0f, d.rrelu_upper)) {
-          return manifest_error(at + "RReLU \"lower\" and \"upper\" must be numbers");
+          return manifest_error(at + R"(RReLU "lower" and "upper" must be numbers)");
         }
       } else {
         return manifest_error(

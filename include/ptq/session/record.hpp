@@ -369,7 +369,7 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
   }
   if (std::any_of(diags.begin(), diags.end(), is_error))
     return result<record_file>(std::move(diags));
-  return result<record_file>(std::move(rec), std::move(diags));
+  return {std::move(rec), std::move(diags)};
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -60,10 +60,11 @@ inline void to_json(nlohmann::ordered_json& j, const record_file& rec) {
   j = nlohmann::ordered_json::object();
   std::unordered_set<std::string_view> keys;  // a repeated key replaces the entry, as before
   for (const auto& e : rec.records) {
-    if (keys.insert(e.key).second)
+    if (keys.insert(e.key).second) {
       detail::append_member(j, e.key, e.value);
-    else
+    } else {
       j[e.key] = e.value;
+    }
   }
 }
 
@@ -199,7 +200,7 @@ namespace detail {
   validate_record(rec, layers, {}, diags);
   if (std::any_of(diags.begin(), diags.end(), is_error))
     return result<record_file>(std::move(diags));
-  return result<record_file>(std::move(rec), std::move(diags));
+  return {std::move(rec), std::move(diags)};
 }
 
 #if PTQ_EXCEPTIONS

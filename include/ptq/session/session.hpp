@@ -93,7 +93,7 @@ class calibration_session {
       return result<calibration_session>(std::move(diags));
     }
     s.phase_ = session_phase::dmq;
-    return result<calibration_session>(std::move(s), std::move(diags));
+    return {std::move(s), std::move(diags)};
   }
 
   [[nodiscard]] session_phase phase() const noexcept { return phase_; }
@@ -326,7 +326,7 @@ class calibration_session {
     return out;
   }
 
-  void report(session_phase ph, std::string_view layer, std::size_t done, std::size_t total) {
+  void report(session_phase ph, std::string_view layer, std::size_t done, std::size_t total) const {
     if (options_.on_progress)
       options_.on_progress(progress_event{ph, layer, done, total});
   }

@@ -141,9 +141,10 @@ namespace detail {
       out[i].push_back(bytes);
       ++i;
     }
-    if (n != i || !rd.at_end())
+    if (n != i || !rd.at_end()) {
       return shard_error(what + ": " + std::to_string(n) + " layers, this session has " +
                          std::to_string(i));
+    }
   }
   return out;
 }
