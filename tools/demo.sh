@@ -18,7 +18,7 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${PTQ_BUILD_TYPE:-Release}" \
   "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DPTQ_WERROR=ON \
   -DPTQ_BUILD_TESTS=OFF -DPTQ_BUILD_EXAMPLES=OFF -DPTQ_BUILD_BENCHMARKS=OFF >/dev/null
 if [[ ! -x "$build_dir/tools/ptq/ptq" ]]; then
-  echo "demo.sh: building the ptq tool into $build_dir (about 5 minutes on 2 cores, once)"
+  echo "demo.sh: building the ptq tool into $build_dir (about 3 minutes on 2 cores, once)"
 fi
 if ! cmake --build "$build_dir" --target ptq_cli -j"$(nproc 2>/dev/null || echo 2)"; then
   echo "demo.sh: could not build the ptq_cli target (is there a tools/ptq/main.cpp?)" >&2

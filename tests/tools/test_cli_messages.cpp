@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "../support/run_cli.hpp"
 
@@ -97,5 +98,27 @@ TEST_CASE("control bytes in a file name or an argument are shown as \\xHH, one l
   r = ptq_test::run_cli("check " + ex + "/configs/quant.cfg \"$(printf 'x\\ny')\"");
   CHECK(r.code == 2);
   CHECK(r.err.rfind("The following argument was not expected: x\\x0ay\n", 0) == 0);
+}
+TEST_CASE("ptq --help lists each command on one line", "[cli]") {
+  const auto r = ptq_test::run_cli("--help");
+  CHECK(r.code == 0);
+  const auto at = r.out.find("Subcommands:\n");
+  REQUIRE(at != std::string::npos);
+  const std::string list = r.out.substr(at, r.out.find("\n\n", at) - at);
+  CHECK(
+      list.find("\n  calibrate                   Calibrate a model: record, detailed JSON config, "
+                "fake-quantized weights (no model files: the bundled digits model)\n  check ") !=
+      std::string::npos);
+  CHECK(list.find("\n  export                      Export a calibration record to TensorRT, ncnn, "
+                  "AIMET, AMCT deploy, QDQ JSON or ONNX\n  observe ") != std::string::npos);
+  // The long text of a command comes after its options.
+  for (const auto& [c, text] : {std::pair<std::string, std::string>{"calibrate", "all or nothing"},
+                                {"export", "written atomically"}}) {
+    const auto h = ptq_test::run_cli(c + " --help");
+    CHECK(h.code == 0);
+    INFO(c);
+    REQUIRE(h.out.find(text) != std::string::npos);
+    CHECK(h.out.find("Options:") < h.out.find(text));
+  }
 }
 #endif

@@ -189,7 +189,7 @@ ptq_cli::command_def ptq_cli::calibrate_command() {
           "files: the bundled digits model)",
           [](CLI::App& sub) -> ptq_cli::run_fn {
             auto a = std::make_shared<calibrate_args>();
-            sub.description(calibrate_help);
+            sub.footer(calibrate_help);  // `ptq --help` lists the summary
             add_calibrate_options(sub, *a);
             return [a]() -> int { return run_calibrate(*a); };
           }};

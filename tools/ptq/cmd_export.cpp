@@ -341,10 +341,11 @@ int run_export(const export_args& a) {
 
 ptq_cli::command_def ptq_cli::export_command() {
   return {
-      "export", "Export a calibration record to TensorRT, ncnn, AIMET, AMCT deploy or QDQ JSON",
+      "export",
+      "Export a calibration record to TensorRT, ncnn, AIMET, AMCT deploy, QDQ JSON or ONNX",
       [](CLI::App& sub) -> ptq_cli::run_fn {
         auto a = std::make_shared<export_args>();
-        sub.description(
+        sub.footer(  // `ptq --help` lists the summary
             "Export a record (from ptq calibrate) into an engine's format (docs/export.md). Names "
             "are the manifest's: the layer name for its activation, the weight tensor's name for "
             "parameters. Lossy conversions are reported per layer (W1220); --strict makes them "
