@@ -150,3 +150,21 @@ TEST_CASE("an interrupted commit of many outputs leaves none of its temporary fi
         std::string::npos);
   fs::remove_all("many");
 }
+
+TEST_CASE("an interrupted ptq weights --fake-quant-out leaves no temporary file",
+          "[cli][outputs]") {
+  // The commit waits for the folder's lock, so the signal comes while the whole temporary file
+  // exists: the handler removes it, and nothing is written.
+  fresh_dir("wsig");
+  const auto r = ptq_test::run_shell_command(
+      "bash -c 'flock wsig sleep 5 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
+      " weights --type Linear --fake-quant-out wsig/fq.npy " + ex +
+      "/numerics/fc_weight.npy >/dev/null 2>wsig_err.txt & pid=$!; for i in $(seq 100); do "
+      "[ $(ls wsig | grep -c \"\\.tmp\\.\") = 1 ] && break; sleep 0.05; done; "
+      "ls wsig | grep -c \"\\.tmp\\.\"; kill -TERM $pid; wait $pid; echo rc=$?; kill $lock; "
+      "ls wsig | wc -l; cat wsig_err.txt >&2; rm wsig_err.txt'");
+  CHECK(r.out == "1\nrc=143\n0\n");
+  CHECK(r.err.find("ptq weights: error: interrupted (SIGTERM); no output was written [E1103]") !=
+        std::string::npos);
+  fs::remove_all("wsig");
+}
