@@ -229,7 +229,7 @@ TEST_CASE("ncnn table: needs the manifest; names ncnn would misfile are errors")
         "('block_param_1', 13 bytes); rename the layer");
   // ncnn2int8 looks a layer's weights up as "<name>_param_0" in 256 bytes: 247 is the longest
   // name it finds, 248 is cut. The key is the engine's layer name (`node`) when known.
-  for (const std::size_t n : {247, 248}) {
+  for (const std::size_t n : {std::size_t{247}, std::size_t{248}}) {
     ptq::record_file one;
     one.records.push_back(entry("fc", 0.5f, 0, {0.1f}));
     ptq::model_manifest mf;
