@@ -15,6 +15,7 @@
 #include "calibrate_run.hpp"
 #include "config_io.hpp"
 #include "input_files.hpp"
+#include "manifest_input.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,12 +32,9 @@ ptq::result<ptq_cli::bundled_model> load_bundled(const fs::path& dir) {
     return w.error();
   m.weights = std::move(w).value();
   const std::string manifest_path = (dir / "manifest.json").string();
-  auto text = ptq_cli::read_text_input(manifest_path, "bundled manifest");
-  if (!text)
-    return text.error();
-  auto parsed = ptq::parse_manifest(text.value(), m.weights);
+  auto parsed = ptq_cli::read_manifest_input(manifest_path, m.weights, "bundled manifest");
   if (!parsed)
-    return in_file(parsed.error(), manifest_path);
+    return parsed.error();
   m.model = std::move(parsed).value();
   const auto images = [&](const char* file, ptq_cli::batch_tensor& x,
                           std::vector<float>* labels) -> ptq::result<> {

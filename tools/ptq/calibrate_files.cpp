@@ -12,6 +12,7 @@
 #include "calibrate_run.hpp"
 #include "config_io.hpp"
 #include "input_files.hpp"
+#include "manifest_input.hpp"
 #include "outputs.hpp"
 #include "phase_timer.hpp"
 #include "ptq/io/safetensors.hpp"
@@ -79,12 +80,9 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
   auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
   if (!weights)
     return weights.error();
-  auto manifest_text = ptq_cli::read_text_input(a.model, "--model");
-  if (!manifest_text)
-    return manifest_text.error();
-  auto parsed = ptq::parse_manifest(manifest_text.value(), weights.value());
+  auto parsed = ptq_cli::read_manifest_input(a.model, weights.value());
   if (!parsed)
-    return in_file(parsed.error(), a.model);
+    return parsed.error();
   model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
   // The session gets the layers. Only the exporters read the manifest's float weights after
   // this (the rest of the run names layers and tensors), so without --export each weight moves

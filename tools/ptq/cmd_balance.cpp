@@ -52,12 +52,7 @@ ptq_cli::command_def ptq_cli::balance_command() {
         sub.add_option("--alpha", o->alpha, "migration_strength in [0.2, 0.8]")
             ->check(CLI::Range(0.2, 0.8))
             ->capture_default_str();
-        sub.add_option("--type", o->type, "layer type (PyTorch class name)")
-            ->required()
-            ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
-        sub.add_option("--groups", o->groups, "convolution groups")
-            ->check(CLI::PositiveNumber)
-            ->capture_default_str();
+        ptq_cli::add_layer_options(sub, o->type, o->groups);
         sub.add_option("ACT", o->act, "the layer's input batch (.npy)")->required();
         sub.add_option("WEIGHT", o->weight, "the layer's weight (.npy, native layout)")->required();
         return [o]() -> int { return run_balance(*o); };

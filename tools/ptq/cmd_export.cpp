@@ -13,6 +13,7 @@
 #include "config_io.hpp"
 #include "export_files.hpp"
 #include "input_files.hpp"
+#include "manifest_input.hpp"
 #include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/config/diagnostics.hpp"
@@ -228,16 +229,7 @@ ptq::result<ptq::model_manifest> read_manifest(const export_args& a) {
   auto weights = ptq_cli::read_tensor_input(a.weights, "--weights");
   if (!weights)
     return weights.error();
-  auto text = ptq_cli::read_text_input(a.model, "--model");
-  if (!text)
-    return text.error();
-  auto parsed = ptq::parse_manifest(text.value(), weights.value());
-  if (!parsed) {
-    auto e = parsed.error();
-    e.path = a.model;
-    return e;
-  }
-  return parsed;
+  return ptq_cli::read_manifest_input(a.model, weights.value());
 }
 
 /// The record does not say which BatchNorms the calibration fused; the config does (without

@@ -78,12 +78,7 @@ ptq_cli::command_def ptq_cli::weights_command() {
         sub.add_option("--algo", o->algo, "weight algorithm")
             ->check(CLI::IsMember({"arq"}))
             ->capture_default_str();
-        sub.add_option("--type", o->type, "layer type (PyTorch class name)")
-            ->required()
-            ->check(CLI::IsMember(ptq_cli::numeric_layer_types));
-        sub.add_option("--groups", o->groups, "convolution groups")
-            ->check(CLI::PositiveNumber)
-            ->capture_default_str();
+        ptq_cli::add_layer_options(sub, o->type, o->groups);
         sub.add_option("--bits", o->bits, "weight bits")
             ->check(CLI::IsMember({4, 6, 7, 8}))
             ->capture_default_str();

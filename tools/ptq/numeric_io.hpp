@@ -92,4 +92,14 @@ template <class T, class F>
 inline const std::vector<std::string> numeric_layer_types{
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Linear"};
 
+/// `--type` (required, a PyTorch class name) and `--groups`: the layer a weight belongs to.
+inline void add_layer_options(CLI::App& sub, std::string& type, std::size_t& groups) {
+  sub.add_option("--type", type, "layer type (PyTorch class name)")
+      ->required()
+      ->check(CLI::IsMember(numeric_layer_types));
+  sub.add_option("--groups", groups, "convolution groups")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
 }  // namespace ptq_cli
