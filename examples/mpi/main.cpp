@@ -23,7 +23,7 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
   for (const auto& m : data.model.layers)
     descs.push_back(m.desc);
   ptq::session_options options;
-  options.shard = ptq::shard_info{comm.rank(), comm.size()};
+  options.activation = {ptq::activation_mode::kind::sharded, {comm.rank(), comm.size()}};
   auto created = ptq::calibration_session::create(config, descs, options);
   if (!created)
     return created.error();
@@ -51,7 +51,7 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
   }
   // Phase 4: this rank's batches (global batch rank + i·size), twice, with an exchange after
   // each pass. Every rank calls the exchange, with its error if it has one.
-  const std::size_t own = ptq::shard_batch_count(*options.shard, s.plan().batch_num);
+  const std::size_t own = ptq::shard_batch_count(options.activation.shard, s.plan().batch_num);
   for (int pass = 1; pass <= 2; ++pass) {
     for (std::size_t i = 0; i < own && local; ++i) {
       const std::size_t b = comm.rank() + i * comm.size();

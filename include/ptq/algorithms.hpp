@@ -6,11 +6,11 @@
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/activation_fn.hpp"
+#include "ptq/algorithms/activation_observer.hpp"
 #include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/ada_kl.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/conv_bn_fusion.hpp"
-#include "ptq/algorithms/dispatch.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/gemm_tasks.hpp"
 #include "ptq/algorithms/hfmg.hpp"

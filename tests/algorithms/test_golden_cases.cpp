@@ -131,20 +131,23 @@ ptq::result<ptq::activation_quant_result> run_two_pass_observer(const ptq::activ
                                                                 const ptq_test::batches_t& batches,
                                                                 std::uint64_t total,
                                                                 const ptq::kernels::kernel_set& k) {
-  ptq::two_pass_observer obs(s, k);
-  if (auto st = obs.begin(total); !st)
-    return st.error();
-  for (int pass = 1; pass <= 2; ++pass) {
-    for (std::size_t b = 0; b < batches.size(); ++b) {
-      if (auto st = obs.observe(b, batches[b].data(), batches[b].size()); !st)
-        return st.error();
+  return ptq::with_activation_policy(s.algo, [&](auto policy) {
+    using P = decltype(policy);
+    ptq::two_pass_observer<P> obs(ptq::settings_for<P>(s), k);
+    if (auto st = obs.begin(total); !st)
+      return ptq::result<ptq::activation_quant_result>(st.error());
+    for (int pass = 1; pass <= 2; ++pass) {
+      for (std::size_t b = 0; b < batches.size(); ++b) {
+        if (auto st = obs.observe(b, batches[b].data(), batches[b].size()); !st)
+          return ptq::result<ptq::activation_quant_result>(st.error());
+      }
+      if (pass == 1) {
+        if (auto st = obs.next_pass(); !st)
+          return ptq::result<ptq::activation_quant_result>(st.error());
+      }
     }
-    if (pass == 1) {
-      if (auto st = obs.next_pass(); !st)
-        return st.error();
-    }
-  }
-  return obs.finalize();
+    return obs.finalize();
+  });
 }
 
 /// `ptq observe`: one observer over every batch, in order (IFMR concatenates them, HFMG merges

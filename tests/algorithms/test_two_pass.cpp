@@ -150,7 +150,7 @@ TEST_CASE("two-pass HFMG: the sequential histogram bit for bit", "[two_pass]") {
 TEST_CASE("two_pass_observer reports misuse and changed batches", "[two_pass]") {
   const batches_t bs = odd_batches(5);
   auto s = ifmr_settings_for_test();
-  ptq::two_pass_observer o(s, ptq::kernels::default_kernels(), "conv1 input");
+  ptq::two_pass_observer<ptq::ifmr> o(s.ifmr, ptq::kernels::default_kernels(), "conv1 input");
   CHECK(o.observe(0, bs[0].data(), bs[0].size()).error().message ==
         "conv1 input: observe before begin");
   REQUIRE(o.begin(concat(bs).size()).ok());
@@ -166,14 +166,12 @@ TEST_CASE("two_pass_observer reports misuse and changed batches", "[two_pass]") 
         "between passes)");
   CHECK(o.finalize().error().message == "conv1 input: IFMR: pass 2 summed 0 of 9 blocks");
 
-  ptq::two_pass_observer few(s);
+  ptq::two_pass_observer<ptq::ifmr> few(s.ifmr);
   REQUIRE(few.begin(10).ok());
   const auto more = few.observe(0, bs[0].data(), bs[0].size()).error();
   CHECK(more.message == "activation batch 1: 1000 elements observed, more than the 10 announced");
 
-  ptq::activation_settings h;
-  h.algo = ptq::activation_algo::hfmg;
-  ptq::two_pass_observer ho(h);
+  ptq::two_pass_observer<ptq::hfmg> ho(ptq::hfmg_settings{});
   REQUIRE(ho.begin(0).ok());
   REQUIRE(ho.observe(1, bs[1].data(), bs[1].size()).ok());
   CHECK(ho.next_pass().error().message == "activation: HFMG: pass 1 has no batch 1");

@@ -142,7 +142,7 @@ TEST_CASE("the bounded memory mode: the engine's second pass gives the same reco
     const auto c = ptq::try_parse_config(text);
     REQUIRE(c.ok());
     ptq::session_options opt;
-    opt.activation_memory = ptq::memory_mode::bounded;
+    opt.activation.pass = ptq::activation_mode::kind::bounded;
     const auto r = digits::calibrate_and_evaluate(c.value(), data().model, data().calib,
                                                   data().test, data().test_labels, 32, opt);
     INFO(r.error);

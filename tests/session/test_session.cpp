@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/algorithms/dispatch.hpp"
+#include "ptq/algorithms/activation_observer.hpp"
 #include "ptq/algorithms/dmq.hpp"
 #include "ptq/config.hpp"
 #include "ptq/session/record.hpp"
@@ -521,7 +521,7 @@ TEST_CASE("bounded memory: two passes over the batches, the one-pass record; mis
   REQUIRE(rec.ok());
 
   ptq::session_options opt;
-  opt.activation_memory = ptq::memory_mode::bounded;
+  opt.activation.pass = ptq::activation_mode::kind::bounded;
   auto made = ptq::calibration_session::create(cfg(text), two_layers(), opt);
   REQUIRE(made.ok());
   auto s = std::move(made).value();
@@ -563,7 +563,7 @@ TEST_CASE("the order-invariant histogram: any batch order gives the same record"
   const std::vector<xt::xarray<float>> xs = {input({1, 2, 4, 4}, 0), input({1, 2, 4, 4}, 1.5f),
                                              input({2, 2, 4, 4}, 3.0f)};
   ptq::session_options opt;
-  opt.order_invariant_histogram = true;
+  opt.activation.pass = ptq::activation_mode::kind::order_invariant;
   const auto run = [&](std::vector<std::size_t> order) {
     auto made = ptq::calibration_session::create(cfg(text), two_layers(), opt);
     REQUIRE(made.ok());
@@ -585,12 +585,12 @@ TEST_CASE("the order-invariant histogram: any batch order gives the same record"
     REQUIRE(toolkit.feed("conv", ptq::as_tensor_ref(x)).ok());
   CHECK(ptq::write_record(toolkit.record().value()) != forward);
 
-  opt.activation_memory = ptq::memory_mode::bounded;
+  opt.keep_search_stats = true;
   const auto bad = ptq::calibration_session::create(cfg(text), two_layers(), opt);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "session_options::order_invariant_histogram is a one-pass histogram: use it without "
-        "the bounded memory mode, shard or keep_search_stats");
+        "activation_mode::kind::order_invariant keeps no search statistics: use it without "
+        "keep_search_stats");
 }
 
 TEST_CASE("float16 batches (stored_tensor_ref): the records and errors of their float32 values",
@@ -643,8 +643,8 @@ TEST_CASE("float16 batches (stored_tensor_ref): the records and errors of their 
   const std::string skip = "batch_num: 2 skip_layers: \"fc\" ";
   const std::string hfmg = "common_config { hfmg_quantize { num_of_bins: 1024 } }";
   ptq::session_options bounded, invariant;
-  bounded.activation_memory = ptq::memory_mode::bounded;
-  invariant.order_invariant_histogram = true;
+  bounded.activation.pass = ptq::activation_mode::kind::bounded;
+  invariant.activation.pass = ptq::activation_mode::kind::order_invariant;
   for (const auto& [text, opt] : std::vector<std::pair<std::string, ptq::session_options>>{
            {skip, {}},
            {skip + hfmg, {}},
@@ -652,9 +652,7 @@ TEST_CASE("float16 batches (stored_tensor_ref): the records and errors of their 
            {skip, bounded},
            {skip + hfmg, bounded},
            {skip + hfmg, invariant}}) {
-    INFO(text << (opt.activation_memory == ptq::memory_mode::bounded ? " (bounded)"
-                  : opt.order_invariant_histogram                    ? " (invariant)"
-                                                                     : ""));
+    INFO(text << " (mode " << static_cast<int>(opt.activation.pass) << ")");
     CHECK(record(text, opt, true) == record(text, opt, false));
   }
 

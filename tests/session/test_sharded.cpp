@@ -126,7 +126,7 @@ std::string one_process(const std::string& text) {
 std::string run_rank(const std::string& text, std::size_t r, std::size_t ranks, thread_group& group,
                      std::size_t bad_rank) {
   ptq::session_options opt;
-  opt.shard = ptq::shard_info{r, ranks};
+  opt.activation = {ptq::activation_mode::kind::sharded, {r, ranks}};
   auto made = ptq::calibration_session::create(cfg(text), layers(), opt);
   if (!made)
     return "create failed";
@@ -138,7 +138,7 @@ std::string run_rank(const std::string& text, std::size_t r, std::size_t ranks, 
   }
   if (!s.quantize_weights())
     return "quantize_weights failed";
-  const std::size_t own = ptq::shard_batch_count(*opt.shard, s.plan().batch_num);
+  const std::size_t own = ptq::shard_batch_count(opt.activation.shard, s.plan().batch_num);
   for (int pass = 1; pass <= 2; ++pass) {
     ptq::result<> local;
     for (std::size_t i = 0; i < own && local; ++i) {
@@ -213,13 +213,13 @@ TEST_CASE("a rank that fails makes every rank fail with its error", "[session][s
 
 TEST_CASE("sharded session misuse is a clear error", "[session][shard][errors]") {
   ptq::session_options opt;
-  opt.shard = ptq::shard_info{3, 3};
+  opt.activation = {ptq::activation_mode::kind::sharded, {3, 3}};
   auto bad = ptq::calibration_session::create(cfg(""), layers(), opt);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == ptq::errc::shard_invalid);
-  CHECK(bad.error().message == "session_options::shard: rank 3 of 3 ranks");
+  CHECK(bad.error().message == "session_options::activation: rank 3 of 3 ranks");
 
-  opt.shard = ptq::shard_info{1, 2};
+  opt.activation = {ptq::activation_mode::kind::sharded, {1, 2}};
   auto made = ptq::calibration_session::create(cfg("batch_num: 1"), layers(), opt);
   REQUIRE(made.ok());
   auto s = std::move(made).value();
@@ -233,9 +233,10 @@ TEST_CASE("sharded session misuse is a clear error", "[session][shard][errors]")
   const auto not_sharded = plain.value().shard_states();
   REQUIRE_FALSE(not_sharded.ok());
   CHECK(not_sharded.error().message ==
-        "shard_states: the session is not sharded (session_options::shard)");
+        "shard_states: the session is not sharded (session_options::activation is not "
+        "activation_mode::kind::sharded)");
 
-  opt.shard = ptq::shard_info{0, 2};
+  opt.activation = {ptq::activation_mode::kind::sharded, {0, 2}};
   auto two = ptq::calibration_session::create(cfg("batch_num: 4"), layers(), opt);
   REQUIRE(two.ok());
   auto t = std::move(two).value();

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "numeric_io.hpp"
+#include "ptq/algorithms/activation_observer.hpp"
 #include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 
 namespace ptq_cli {
 
-/// The --memory values.
-[[nodiscard]] inline ptq::memory_mode memory_mode_of(const std::string& s) noexcept {
-  return s == "bounded" ? ptq::memory_mode::bounded : ptq::memory_mode::one_pass;
+/// Whether a --memory value (one-pass, bounded) asks for the two passes.
+[[nodiscard]] inline bool is_bounded(const std::string& memory) noexcept {
+  return memory == "bounded";
 }
 
 /// Both passes over `paths`; the result, or the exit code after printing the error.
@@ -38,27 +39,31 @@ namespace ptq_cli {
       total += t->size();
     }
   }
-  ptq::two_pass_observer obs(s, numeric_kernels());
-  if (auto st = obs.begin(total); !st)
-    return fail("", st.error());
-  for (int pass = 1; pass <= 2; ++pass) {
-    for (std::size_t b = 0; b < paths.size(); ++b) {
-      auto t = load_tensor(paths[b], cmd);
-      if (!t)
-        return ptq::make_error(ptq::errc::read_failed, paths[b]);
-      if (auto st = obs.observe(b, t->data(), t->size()); !st)
-        return fail(paths[b], st.error());
-    }
-    if (pass == 1) {
-      if (auto st = obs.next_pass(); !st)
-        return fail("", st.error());
-    }
-  }
-  auto r = obs.finalize();
-  if (!r)
-    return fail("", r.error());
-  exit_code = exit_ok;
-  return r;
+  return ptq::with_activation_policy(
+      s.algo, [&](auto policy) -> ptq::result<ptq::activation_quant_result> {
+        using P = decltype(policy);
+        ptq::two_pass_observer<P> obs(ptq::settings_for<P>(s), numeric_kernels());
+        if (auto st = obs.begin(total); !st)
+          return fail("", st.error());
+        for (int pass = 1; pass <= 2; ++pass) {
+          for (std::size_t b = 0; b < paths.size(); ++b) {
+            auto t = load_tensor(paths[b], cmd);
+            if (!t)
+              return ptq::make_error(ptq::errc::read_failed, paths[b]);
+            if (auto st = obs.observe(b, t->data(), t->size()); !st)
+              return fail(paths[b], st.error());
+          }
+          if (pass == 1) {
+            if (auto st = obs.next_pass(); !st)
+              return fail("", st.error());
+          }
+        }
+        auto r = obs.finalize();
+        if (!r)
+          return fail("", r.error());
+        exit_code = exit_ok;
+        return r;
+      });
 }
 
 /// `--order-invariant`: HFMG on the order-invariant histogram (invariant_histogram.hpp), one

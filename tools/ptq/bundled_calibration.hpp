@@ -43,10 +43,7 @@ namespace detail {
 /// Layer i's input divided by its DMQ factors, if it has any (what the next layers see).
 [[nodiscard]] inline ptq::result<> divide_by_factors(const ptq::calibration_session& s,
                                                      std::size_t i, batch_tensor& x) {
-  const auto& l = s.layers()[i];
-  if (l.balance_factors.empty())
-    return {};
-  return ptq::dmq_apply_to_activation(x.data.data(), x.shape, l.desc.type, l.balance_factors);
+  return ptq::divide_by_balance_factors(s.layers()[i], x.data.data(), x.shape);
 }
 
 /// Phase 2: the DMQ factors from one calibration forward (fused float weights).

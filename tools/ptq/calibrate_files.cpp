@@ -235,7 +235,7 @@ int run_files_mpi(const calibrate_args& a, ptq::session_options opt, progress_pr
   ptq::mpi_comm comm;
   const bool root = comm.rank() == 0;
   const ptq_cli::silenced_streams quiet(!root);
-  opt.shard = ptq::shard_info{comm.rank(), comm.size()};
+  opt.activation = {ptq::activation_mode::kind::sharded, {comm.rank(), comm.size()}};
   if (root)
     opt.on_progress = progress;
   // Every rank ends with the same error: that of the lowest failing rank, which rank 0 prints

@@ -104,7 +104,7 @@ void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
 /// What is wrong with the combination of options, or empty: all checked before any work.
 [[nodiscard]] std::string usage_problem(const calibrate_args& a) {
   const bool report = ptq_cli::wants_report(a);
-  const bool bounded = ptq_cli::memory_mode_of(a.memory) == ptq::memory_mode::bounded;
+  const bool bounded = ptq_cli::is_bounded(a.memory);
   if (a.order_invariant && (bounded || a.mpi || report))
     return "--order-invariant is one pass: not with --memory bounded, --mpi or --report";
   // The report shows each search's histogram and losses, which the bounded mode never holds
@@ -157,8 +157,10 @@ void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
   opt.kernels = ptq_cli::numeric_kernels();  // the best arch of this CPU
   opt.ada_seed = a.seed;
   opt.keep_search_stats = ptq_cli::wants_report(a);
-  opt.activation_memory = ptq_cli::memory_mode_of(a.memory);
-  opt.order_invariant_histogram = a.order_invariant;
+  using kind = ptq::activation_mode::kind;
+  opt.activation.pass = a.order_invariant               ? kind::order_invariant
+                        : ptq_cli::is_bounded(a.memory) ? kind::bounded
+                                                        : kind::one_pass;
   return opt;
 }
 

@@ -85,7 +85,7 @@ int run_observe(const observe_options& o) {
     if (!r)
       return code;
     q = r.value();
-  } else if (ptq_cli::memory_mode_of(o.memory) == ptq::memory_mode::bounded) {
+  } else if (ptq_cli::is_bounded(o.memory)) {
     int code = ptq_cli::exit_error;
     auto r = ptq_cli::observe_bounded(s, o.batches, cmd, code);
     if (!r)

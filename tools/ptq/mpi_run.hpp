@@ -25,6 +25,7 @@ namespace ptq_cli {
 #include <vector>
 
 #include "numeric_io.hpp"
+#include "ptq/algorithms/activation_observer.hpp"
 #include "ptq/algorithms/two_pass_exchange.hpp"
 #include "ptq/mpi.hpp"
 
@@ -70,20 +71,24 @@ struct silenced_streams {
       total += t.value().size();
     }
   }
-  ptq::two_pass_observer o(s, k, "activation");
-  const auto feed = [&](ptq::two_pass_observer& obs) -> ptq::result<> {
-    if (!local)
-      return local;
-    for (std::size_t b = comm.rank(); b < paths.size(); b += comm.size()) {
-      auto t = try_load_tensor(paths[b]);
-      if (!t)
-        return t.error();
-      if (auto st = obs.observe(b, t.value().data(), t.value().size()); !st)
-        return ptq::make_error(st.error().code, paths[b] + ": " + st.error().message);
-    }
-    return {};
-  };
-  return ptq::observe_sharded(o, comm, total == 0 ? 1 : total, feed, k);
+  return ptq::with_activation_policy(
+      s.algo, [&](auto policy) -> ptq::result<ptq::activation_quant_result> {
+        using P = decltype(policy);
+        ptq::two_pass_observer<P> o(ptq::settings_for<P>(s), k, "activation");
+        const auto feed = [&](ptq::two_pass_observer<P>& obs) -> ptq::result<> {
+          if (!local)
+            return local;
+          for (std::size_t b = comm.rank(); b < paths.size(); b += comm.size()) {
+            auto t = try_load_tensor(paths[b]);
+            if (!t)
+              return t.error();
+            if (auto st = obs.observe(b, t.value().data(), t.value().size()); !st)
+              return ptq::make_error(st.error().code, paths[b] + ": " + st.error().message);
+          }
+          return {};
+        };
+        return ptq::observe_sharded(o, comm, total == 0 ? 1 : total, feed, k);
+      });
 }
 
 }  // namespace ptq_cli

@@ -59,13 +59,8 @@ struct report_context {
                      [&](std::size_t j, batch_tensor& x) -> ptq::result<> {
                        if (j != i)
                          return {};
-                       if (!l.balance_factors.empty()) {
-                         if (auto st = ptq::dmq_apply_to_activation(x.data.data(), x.shape,
-                                                                    l.desc.type, l.balance_factors);
-                             !st) {
-                           return st;
-                         }
-                       }
+                       if (auto st = ptq::divide_by_balance_factors(l, x.data.data(), x.shape); !st)
+                         return st;
                        (void)ptq::fake_quantize_input(l, x.data.data(), x.data.size(), k);
                        return {};
                      });

@@ -235,7 +235,6 @@ struct hfmg_state {
 class hfmg_observer {
  public:
   using settings_type = hfmg_settings;
-  using state_type = hfmg_state;
 
   explicit hfmg_observer(hfmg_settings s = {},
                          const kernels::kernel_set& k = kernels::default_kernels(),
@@ -304,7 +303,6 @@ class hfmg_observer {
   [[nodiscard]] const hfmg_histogram& histogram() const noexcept { return state_.histogram; }
   [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }
   [[nodiscard]] const hfmg_settings& settings() const noexcept { return s_; }
-  [[nodiscard]] const hfmg_state& state() const noexcept { return state_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:

@@ -234,7 +234,6 @@ struct ifmr_state {
 class ifmr_observer {
  public:
   using settings_type = ifmr_settings;
-  using state_type = ifmr_state;
 
   explicit ifmr_observer(ifmr_settings s = {},
                          const kernels::kernel_set& k = kernels::default_kernels(),
@@ -304,7 +303,6 @@ class ifmr_observer {
   [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }
   [[nodiscard]] const std::vector<float>& data() const noexcept { return state_.data; }
   [[nodiscard]] const ifmr_settings& settings() const noexcept { return s_; }
-  [[nodiscard]] const ifmr_state& state() const noexcept { return state_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:

@@ -8,10 +8,10 @@
 //   for (const auto& batch : batches) c.observe(batch.data(), batch.size());
 //   auto act = c.finalize();
 //
-// A config-driven caller (the session) holds `any_layer_calibrator`, the variant of the four
-// instantiations, made by `make_layer_calibrator(plan)`: the enum-to-type step happens there
-// (through with_weight_policy / with_activation_policy) and nowhere else. The calibrator's
-// mutable state is the observer's (see policies.hpp for how scale-out extends it).
+// A config-driven caller (the session) holds `any_layer_calibrator`, the variant of every
+// instantiation of policies.hpp's lists, made by `make_layer_calibrator(plan)`: the enum-to-type
+// step happens there (through with_weight_policy / with_activation_policy) and nowhere else. The
+// calibrator's mutable state is the observer's (see policies.hpp for how scale-out extends it).
 // Depends on config (the resolved layer), core, kernels and the algorithms.
 #pragma once
 
@@ -123,9 +123,34 @@ class layer_calibrator {
   observer_type observer_;
 };
 
-/// The four instantiations, for a caller that picks the algorithms at run time.
-using any_layer_calibrator = std::variant<layer_calibrator<arq, ifmr>, layer_calibrator<arq, hfmg>,
-                                          layer_calibrator<ada, ifmr>, layer_calibrator<ada, hfmg>>;
+namespace detail {
+
+template <class... Variants>
+struct variant_concat;
+template <class... A>
+struct variant_concat<std::variant<A...>> {
+  using type = std::variant<A...>;
+};
+template <class... A, class... B, class... Rest>
+struct variant_concat<std::variant<A...>, std::variant<B...>, Rest...>
+    : variant_concat<std::variant<A..., B...>, Rest...> {};
+
+template <class Weight, class... Activations>
+using calibrators_of = std::variant<layer_calibrator<Weight, Activations>...>;
+
+template <class Weights, class Activations>
+struct calibrator_variant;
+template <class... Weights, class... Activations>
+struct calibrator_variant<policy_list<Weights...>, policy_list<Activations...>> {
+  using type = typename variant_concat<calibrators_of<Weights, Activations...>...>::type;
+};
+
+}  // namespace detail
+
+/// Every weight policy with every activation policy (policies.hpp's lists), for a caller that
+/// picks the algorithms at run time: <arq, ifmr>, <arq, hfmg>, <ada, ifmr>, <ada, hfmg>.
+using any_layer_calibrator =
+    typename detail::calibrator_variant<weight_policies, activation_policies>::type;
 
 /// The calibrator a resolved config entry asks for: its weight and activation policies, with
 /// settings from the entry. The only place (with the with_*_policy switches it uses) where a

@@ -1,34 +1,43 @@
 // The compile-time calibration policies (design card: policy classes pick the weight and the
 // activation algorithm). A policy is a stateless trait: its settings type, how those settings
 // come from a resolved config entry (`from_plan`), and the function (weight policies) or the
-// observer type (activation policies) that computes. Weight: `arq` (min/max), `ada` (AdaRound,
-// which needs the layer's input samples). Activation: `ifmr`, `hfmg`.
+// observer and state types (activation policies) that compute. Weight: `arq` (min/max), `ada`
+// (AdaRound, which needs the layer's input samples). Activation: `ifmr`, `hfmg`.
 //
-// `with_weight_policy` / `with_activation_policy` are the one place where the config's
-// `weight_algo` / `activation_algo` enums turn into these types; make_layer_calibrator,
-// activation_observer and calibrate_weights go through them. Code that needs no policy type
-// branches on the enums itself: two_pass_observer and deserialize_state (the scale-out
-// passes), the session's batch paths (observe_batch.hpp, sharded_activations.hpp, which read
-// the enum back from a calibrator with `activation_settings_of`), weight_algo_of below, the
-// config reader and writer, the report and the tool.
+// An activation policy serves every activation mode: its `observer` the one pass; its
+// `first_pass` / `second_pass` state types and the static functions on them (begin, observe,
+// next_pass, finalize, merge, read) the two passes of the bounded and sharded modes
+// (two_pass_observer<Policy>, two_pass_exchange.hpp). docs/architecture.md says what a new
+// activation algorithm adds.
 //
-// State and policy are apart on purpose: everything a calibration accumulates lives in the
-// observer's `state_type` aggregate (ifmr_state: the concatenated batches; hfmg_state: the
-// merged histogram), never in the policy or the settings. A scale-out can therefore add, to
-// exactly these two policies, `merge(state&, const state&)` and a serialized form of `state`
-// without changing how a single process computes. The weight policies have no state of their
-// own: ARQ is a function of the weight, ADA of the weight and the gathered samples.
+// `weight_policies` / `activation_policies` list them, once; `with_weight_policy` /
+// `with_activation_policy` are the one place where the config's `weight_algo` /
+// `activation_algo` enums turn into these types (make_layer_calibrator, activation_observer,
+// calibrate_weights and the tool's two-pass commands go through them).
+//
+// State and policy are apart on purpose: everything a calibration accumulates lives in a state
+// aggregate (the observers' concatenated batches or histogram, the two passes' states), never
+// in the policy or the settings, so states merge and serialize without changing how one
+// process computes. The weight policies have no state of their own: ARQ is a function of the
+// weight, ADA of the weight and the gathered samples.
 // Depends on config (the resolved layer), core, kernels and the algorithms.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "ptq/algorithms/ada.hpp"
 #include "ptq/algorithms/ada_kl.hpp"
 #include "ptq/algorithms/arq.hpp"
 #include "ptq/algorithms/hfmg.hpp"
+#include "ptq/algorithms/hfmg_two_pass.hpp"
 #include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/ifmr_two_pass.hpp"
+#include "ptq/algorithms/ifmr_wire.hpp"
+#include "ptq/algorithms/state_wire.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
@@ -122,6 +131,59 @@ struct ifmr {
     s.asymmetric = a.asymmetric;
     return s;
   }
+
+  /// Two passes (ifmr_two_pass.hpp): pass 1 keeps the tails, pass 2 sums the candidates' losses.
+  using first_pass = ifmr_tails_state;
+  using second_pass = ifmr_losses_state;
+
+  /// Pass 1 for `total` elements over all batches (the percentile ranks depend on it).
+  [[nodiscard]] static result<first_pass> begin(const settings& s, std::uint64_t total) {
+    return make_ifmr_tails(s, total);
+  }
+  [[nodiscard]] static result<> observe(first_pass& st, std::size_t batch, const float* x,
+                                        std::size_t n, const settings&,
+                                        const kernels::kernel_set& k, const std::string& name) {
+    return ptq::observe(st, batch, x, n, k, name);
+  }
+  [[nodiscard]] static result<> observe(second_pass& st, std::size_t batch, const float* x,
+                                        std::size_t n, const settings& s,
+                                        const kernels::kernel_set& k, const std::string& name) {
+    return ptq::observe(st, batch, x, n, s.threads, k, name);
+  }
+  /// Pass 2's candidates from everything pass 1 saw.
+  [[nodiscard]] static result<second_pass> next_pass(const first_pass& st, const settings& s) {
+    auto plan = ifmr_plan_of(st, s);
+    if (!plan)
+      return plan.error();
+    return make_ifmr_losses(std::move(plan).value());
+  }
+  [[nodiscard]] static result<activation_quant_result> finalize(const second_pass& st,
+                                                                const settings& s,
+                                                                const kernels::kernel_set&) {
+    auto r = ptq::finalize(st, s);
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+  [[nodiscard]] static result<> merge(first_pass& st, const first_pass& other,
+                                      const kernels::kernel_set&) {
+    return ptq::merge(st, other);
+  }
+  [[nodiscard]] static result<> merge(second_pass& st, const second_pass& other,
+                                      const kernels::kernel_set& k) {
+    return ptq::merge(st, other, k);
+  }
+  /// A state from its frame (ifmr_wire.hpp); `what` names it in errors.
+  [[nodiscard]] static result<first_pass> read_first_pass(std::string_view bytes,
+                                                          std::string_view what,
+                                                          const kernels::kernel_set&) {
+    return deserialize_ifmr_tails(bytes, what);
+  }
+  [[nodiscard]] static result<second_pass> read_second_pass(std::string_view bytes,
+                                                            std::string_view what,
+                                                            const kernels::kernel_set& k) {
+    return deserialize_ifmr_losses(bytes, what, k);
+  }
 };
 
 /// HFMG activation policy (docs/numerics.md, HFMG).
@@ -139,23 +201,87 @@ struct hfmg {
     s.asymmetric = a.asymmetric;
     return s;
   }
+
+  /// Two passes (hfmg_two_pass.hpp): pass 1 each batch's range, pass 2 the histograms on the
+  /// merged ranges.
+  using first_pass = hfmg_ranges_state;
+  using second_pass = hfmg_bins_state;
+
+  /// Pass 1; HFMG needs no element count.
+  [[nodiscard]] static result<first_pass> begin(const settings&, std::uint64_t) {
+    return first_pass{};
+  }
+  [[nodiscard]] static result<> observe(first_pass& st, std::size_t batch, const float* x,
+                                        std::size_t n, const settings&,
+                                        const kernels::kernel_set& k, const std::string& name) {
+    return ptq::observe(st, batch, x, n, k, name);
+  }
+  [[nodiscard]] static result<> observe(second_pass& st, std::size_t batch, const float* x,
+                                        std::size_t n, const settings& s,
+                                        const kernels::kernel_set& k, const std::string& name) {
+    return ptq::observe(st, batch, x, n, k, name, s.threads);
+  }
+  [[nodiscard]] static result<second_pass> next_pass(const first_pass& st, const settings& s) {
+    return make_hfmg_bins(st, s);
+  }
+  [[nodiscard]] static result<activation_quant_result> finalize(const second_pass& st,
+                                                                const settings& s,
+                                                                const kernels::kernel_set& k) {
+    auto r = ptq::finalize(st, s, k);
+    if (!r)
+      return r.error();
+    return r.value().result;
+  }
+  template <class State>  // first_pass or second_pass
+  [[nodiscard]] static result<> merge(State& st, const State& other, const kernels::kernel_set&) {
+    return ptq::merge(st, other);
+  }
+  /// A state from its frame (state_wire.hpp); `what` names it in errors.
+  [[nodiscard]] static result<first_pass> read_first_pass(std::string_view bytes,
+                                                          std::string_view what,
+                                                          const kernels::kernel_set&) {
+    return deserialize_hfmg_ranges(bytes, what);
+  }
+  [[nodiscard]] static result<second_pass> read_second_pass(std::string_view bytes,
+                                                            std::string_view what,
+                                                            const kernels::kernel_set&) {
+    return deserialize_hfmg_bins(bytes, what);
+  }
 };
+
+/// A list of policies: the one place each kind of policy is registered.
+template <class... Policies>
+struct policy_list {};
+
+/// The weight and activation policies the config can name (weight_algo, activation_algo). A new
+/// algorithm's policy is added here; every variant over the policies (any_layer_calibrator,
+/// activation_observer, the session's activation_pass_state) follows from these lists.
+using weight_policies = policy_list<arq, ada>;
+using activation_policies = policy_list<ifmr, hfmg>;
+
+/// Calls fn(Policy{}) with the policy of `list` whose `algo` is `algo` (the last one if none is).
+template <class Algo, class Fn, class Policy, class... Rest>
+decltype(auto) with_policy(Algo algo, policy_list<Policy, Rest...>, Fn&& fn) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return std::forward<Fn>(fn)(Policy{});
+  } else {
+    if (algo == Policy::algo)
+      return std::forward<Fn>(fn)(Policy{});
+    return with_policy(algo, policy_list<Rest...>{}, std::forward<Fn>(fn));
+  }
+}
 
 /// Calls fn(Policy{}) with the weight policy of `algo`: the one weight_algo -> type switch.
 template <class Fn>
 decltype(auto) with_weight_policy(weight_algo algo, Fn&& fn) {
-  if (algo == weight_algo::ada)
-    return std::forward<Fn>(fn)(ada{});
-  return std::forward<Fn>(fn)(arq{});
+  return with_policy(algo, weight_policies{}, std::forward<Fn>(fn));
 }
 
 /// Calls fn(Policy{}) with the activation policy of `algo`: the one activation_algo -> type
 /// switch.
 template <class Fn>
 decltype(auto) with_activation_policy(activation_algo algo, Fn&& fn) {
-  if (algo == activation_algo::hfmg)
-    return std::forward<Fn>(fn)(hfmg{});
-  return std::forward<Fn>(fn)(ifmr{});
+  return with_policy(algo, activation_policies{}, std::forward<Fn>(fn));
 }
 
 /// The weight policy of a resolved layer: ADA only where the layer has ADA params and its type

@@ -1,6 +1,7 @@
-// A two_pass_observer's state as bytes and back, and the merge of two of them, whatever the
-// algorithm and pass: what a sharded activation phase sends between processes
-// (session/shard_exchange.hpp). Each state keeps its own frame (ifmr_wire.hpp, state_wire.hpp).
+// A two_pass_observer's state as bytes and back, and the merge of two of them, for any
+// activation policy and pass: what a sharded activation phase sends between processes
+// (session/sharded_activations.hpp). Each state keeps its own frame (ifmr_wire.hpp,
+// state_wire.hpp) and the policy reads it back.
 // And `observe_sharded`: one activation's two passes over the batches of many processes (`ptq
 // observe --mpi`). Depends on the algorithms and core/shard_reduce.hpp.
 #pragma once
@@ -13,8 +14,6 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/ifmr_wire.hpp"
-#include "ptq/algorithms/state_wire.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
@@ -24,16 +23,13 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-using two_pass_state = two_pass_observer::state_variant;
-
 /// The state's frame; an error for a state before `begin`.
-[[nodiscard]] inline result<std::string> serialize_state(const two_pass_state& st) {
-  if (std::holds_alternative<std::monostate>(st))
-    return make_error(errc::session_call_invalid, "serialize: the observer has not begun");
+template <class State>  // a two_pass_state<Policy>
+[[nodiscard]] result<std::string> serialize_state(const State& st) {
   return std::visit(
-      [](const auto& x) -> std::string {
+      [](const auto& x) -> result<std::string> {
         if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) {
-          return {};
+          return make_error(errc::session_call_invalid, "serialize: the observer has not begun");
         } else {
           return serialize(x);
         }
@@ -41,39 +37,33 @@ using two_pass_state = two_pass_observer::state_variant;
       st);
 }
 
-/// A pass-`pass` (1 or 2) state of `algo` from its frame; `what` names it in errors.
-[[nodiscard]] inline result<two_pass_state> deserialize_state(std::string_view bytes,
-                                                              activation_algo algo, int pass,
-                                                              std::string_view what,
-                                                              const kernels::kernel_set& k) {
-  const auto wrap = [](auto r) -> result<two_pass_state> {
+/// A pass-`pass` (1 or 2) state of `Policy` from its frame; `what` names it in errors.
+template <class Policy>
+[[nodiscard]] result<two_pass_state<Policy>> deserialize_state(std::string_view bytes, int pass,
+                                                               std::string_view what,
+                                                               const kernels::kernel_set& k) {
+  const auto wrap = [](auto r) -> result<two_pass_state<Policy>> {
     if (!r)
       return r.error();
-    return two_pass_state(std::move(r).value());
+    return two_pass_state<Policy>(std::move(r).value());
   };
-  if (algo == activation_algo::ifmr) {
-    return pass == 1 ? wrap(deserialize_ifmr_tails(bytes, what))
-                     : wrap(deserialize_ifmr_losses(bytes, what, k));
-  }
-  return pass == 1 ? wrap(deserialize_hfmg_ranges(bytes, what))
-                   : wrap(deserialize_hfmg_bins(bytes, what));
+  return pass == 1 ? wrap(Policy::read_first_pass(bytes, what, k))
+                   : wrap(Policy::read_second_pass(bytes, what, k));
 }
 
-/// Adds `other` into `st`; both must hold the same alternative (state_mismatch otherwise).
-[[nodiscard]] inline result<> merge_state(two_pass_state& st, const two_pass_state& other,
-                                          const kernels::kernel_set& k) {
+/// Adds `other` into `st`; both must be of the same pass (state_mismatch otherwise).
+template <class Policy>
+[[nodiscard]] result<> merge_state(two_pass_state<Policy>& st, const two_pass_state<Policy>& other,
+                                   const kernels::kernel_set& k) {
   if (st.index() != other.index())
-    return make_error(errc::state_mismatch, "merge: states of different algorithms or passes");
+    return make_error(errc::state_mismatch, "merge: states of different passes");
   return std::visit(
       [&](auto& x) -> result<> {
         using T = std::decay_t<decltype(x)>;
-        const T& y = std::get<T>(other);
         if constexpr (std::is_same_v<T, std::monostate>) {
           return make_error(errc::session_call_invalid, "merge: the observer has not begun");
-        } else if constexpr (std::is_same_v<T, ifmr_losses_state>) {
-          return merge(x, y, k);
         } else {
-          return merge(x, y);
+          return Policy::merge(x, std::get<T>(other), k);
         }
       },
       st);
@@ -100,22 +90,23 @@ inline void write_activation_result(wire_writer& w, const activation_quant_resul
 }
 
 /// Merges every rank's serialized state of pass `pass` (rank order; an empty string: a rank
-/// without batches) into one state of `algo`.
-[[nodiscard]] inline result<two_pass_state> merge_rank_states(
-    const std::vector<std::string_view>& all, activation_algo algo, int pass,
-    const std::string& name, const kernels::kernel_set& k) {
-  two_pass_state merged;
+/// without batches) into one state of `Policy`.
+template <class Policy>
+[[nodiscard]] result<two_pass_state<Policy>> merge_rank_states(
+    const std::vector<std::string_view>& all, int pass, const std::string& name,
+    const kernels::kernel_set& k) {
+  two_pass_state<Policy> merged;
   bool any = false;
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].empty())
       continue;
-    auto st = deserialize_state(all[r], algo, pass, "rank " + std::to_string(r) + ": " + name, k);
+    auto st = deserialize_state<Policy>(all[r], pass, "rank " + std::to_string(r) + ": " + name, k);
     if (!st)
       return st.error();
     if (!any) {
       merged = std::move(st).value();
       any = true;
-    } else if (auto m = merge_state(merged, st.value(), k); !m) {
+    } else if (auto m = merge_state<Policy>(merged, st.value(), k); !m) {
       return make_error(m.error().code, name + ": " + m.error().message, m.error().note);
     }
   }
@@ -134,11 +125,12 @@ inline void write_activation_result(wire_writer& w, const activation_quant_resul
 /// current pass. The states meet on rank 0 after each pass (core/shard_reduce.hpp); every rank
 /// returns the result, identical to one observer over all batches, or the lowest failing
 /// rank's error.
-template <class Comm, class Feed>
-[[nodiscard]] result<activation_quant_result> observe_sharded(two_pass_observer& o, Comm& comm,
-                                                              std::uint64_t total, Feed&& feed,
+template <class Policy, class Comm, class Feed>
+[[nodiscard]] result<activation_quant_result> observe_sharded(two_pass_observer<Policy>& o,
+                                                              Comm& comm, std::uint64_t total,
+                                                              Feed&& feed,
                                                               const kernels::kernel_set& k) {
-  const activation_settings& s = o.settings();
+  const auto& s = o.settings();
   const auto mine = [&](const result<>& local) -> result<std::string> {
     if (!local)
       return local.error();
@@ -146,30 +138,30 @@ template <class Comm, class Feed>
       return st.error();
     return serialize_state(o.state());
   };
-  auto pass1 = shard_reduce(comm, mine(o.begin(total)),
-                            [&](const std::vector<std::string>& all) -> result<std::string> {
-                              auto m = merge_rank_states(views_of(all), s.algo, 1, o.name(), k);
-                              if (!m)
-                                return m.error();
-                              two_pass_observer plan(s, k, o.name());  // checks pass 2's plan
-                              if (auto st = plan.resume(m.value()); !st)
-                                return st.error();
-                              if (auto st = plan.next_pass(); !st)
-                                return st.error();
-                              return serialize_state(m.value());
-                            });
+  auto pass1 = shard_reduce(
+      comm, mine(o.begin(total)), [&](const std::vector<std::string>& all) -> result<std::string> {
+        auto m = merge_rank_states<Policy>(views_of(all), 1, o.name(), k);
+        if (!m)
+          return m.error();
+        two_pass_observer<Policy> plan(s, k, o.name());  // checks pass 2's plan
+        if (auto st = plan.resume(m.value()); !st)
+          return st.error();
+        if (auto st = plan.next_pass(); !st)
+          return st.error();
+        return serialize_state(m.value());
+      });
   if (!pass1)
     return pass1.error();
-  auto merged = deserialize_state(pass1.value(), s.algo, 1, o.name(), k);
+  auto merged = deserialize_state<Policy>(pass1.value(), 1, o.name(), k);
   result<> local = merged ? o.resume(std::move(merged).value()) : result<>(merged.error());
   if (local)
     local = o.next_pass();
   auto out = shard_reduce(comm, mine(local),
                           [&](const std::vector<std::string>& all) -> result<std::string> {
-                            auto m = merge_rank_states(views_of(all), s.algo, 2, o.name(), k);
+                            auto m = merge_rank_states<Policy>(views_of(all), 2, o.name(), k);
                             if (!m)
                               return m.error();
-                            two_pass_observer fin(s, k, o.name());
+                            two_pass_observer<Policy> fin(s, k, o.name());
                             if (auto st = fin.resume(std::move(m).value()); !st)
                               return st.error();
                             auto r = fin.finalize();

@@ -1,6 +1,6 @@
 // From a session layer to an AdaRound problem: the layer geometry from its description and an
 // input batch, and the samples (divided by the DMQ factors), solved by the layer's calibrator.
-// Depends on the algorithms layer and the session's layer description.
+// Depends on the algorithms layer and the session's layer (session_layer.hpp: the DMQ division).
 #pragma once
 
 #include <cstddef>
@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "ptq/algorithms/ada.hpp"
-#include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/layer_compute.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
+#include "ptq/session/session_layer.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -74,10 +74,8 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
   if (auto st = validate_geometry(g); !st)
     return make_error(st.error().code, at + st.error().message);
   out.data.assign(input.data, input.data + input.size());
-  if (!factors.empty()) {
-    if (auto st = dmq_apply_to_activation(out.data.data(), input.shape, d.type, factors); !st)
-      return make_error(st.error().code, at + st.error().message);
-  }
+  if (auto st = divide_by_balance_factors(d, factors, out.data.data(), input.shape); !st)
+    return st.error();
   return out;
 }
 

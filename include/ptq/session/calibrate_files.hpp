@@ -217,12 +217,8 @@ template <class Source>
       return t.error();
     const auto& in = t.value();
     x.assign(in.data.data(), in.data.data() + in.data.size());
-    if (!l.balance_factors.empty()) {  // the layer sees its input divided by the factors
-      if (auto st = dmq_apply_to_activation(x.data(), in.shape, l.desc.type, l.balance_factors);
-          !st) {
-        return from_file(st.error(), last.path);
-      }
-    }
+    if (auto st = divide_by_balance_factors(l, x.data(), in.shape); !st)
+      return from_file(st.error(), last.path);
     out[i] = fake_quantize_input(l, x.data(), x.size(), k, &before);
   }
   return out;

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ptq/algorithms/stored_batch.hpp"
@@ -48,28 +50,38 @@ namespace detail {
 
 }  // namespace detail
 
-/// One batch of layer `l` (of `batch_num`) observed as `o` says. `scratch` and `converted` are
-/// the caller's buffers, reused over layers and batches: the input divided by DMQ factors, and a
-/// stored input as float32.
+/// One batch of layer `l` observed as the session's activation mode says.
 template <class Input>  // tensor_ref or stored_tensor_ref
 [[nodiscard]] result<> observe_session_batch(session_layer& l, const Input& input,
-                                             const session_options& o, std::size_t batch_num,
-                                             bool fp16, std::vector<float>& scratch,
-                                             std::vector<float>& converted) {
-  const bool bounded = o.activation_memory == memory_mode::bounded;
-  const bool invariant = o.order_invariant_histogram &&
-                         activation_settings_of(*l.calibrator).algo == activation_algo::hfmg;
-  if (!o.shard && !bounded && !invariant)
-    return observe_layer_batch(l, input, batch_num, fp16, o.threads, scratch, o.keep_search_stats);
-  auto f = detail::float_values(l.desc, input, o.threads, converted);
+                                             const batch_context& ctx) {
+  using kind = activation_mode::kind;
+  const session_options& o = ctx.options;
+  const kind mode = o.activation.pass;
+  const auto order_invariant_hfmg = [&]() -> const hfmg_settings* {
+    if (mode != kind::order_invariant)
+      return nullptr;
+    return std::visit(
+        [](const auto& lc) -> const hfmg_settings* {
+          if constexpr (std::is_same_v<typename std::decay_t<decltype(lc)>::activation_policy,
+                                       hfmg>) {
+            return &lc.observer().settings();
+          } else {
+            return nullptr;  // IFMR layers run as in the one-pass mode
+          }
+        },
+        *l.calibrator);
+  }();
+  if (mode == kind::one_pass || (mode == kind::order_invariant && order_invariant_hfmg == nullptr))
+    return observe_layer_batch(l, input, ctx);
+  auto f = detail::float_values(l.desc, input, o.threads, ctx.converted);
   if (!f)
     return f.error();
   const tensor_ref& x = f.value();
-  if (o.shard)
-    return observe_layer_batch_sharded(l, x, batch_num, *o.shard, o.kernels, scratch);
-  if (bounded)
-    return observe_layer_batch_bounded(l, x, batch_num, fp16, o.kernels, scratch);
-  return observe_layer_batch_invariant(l, x, batch_num, fp16, o.kernels, scratch);
+  if (mode == kind::sharded)
+    return observe_layer_batch_sharded(l, x, ctx);
+  if (mode == kind::bounded)
+    return observe_layer_batch_bounded(l, x, ctx);
+  return observe_layer_batch_invariant(l, x, *order_invariant_hfmg, ctx);
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

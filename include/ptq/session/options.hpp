@@ -1,17 +1,16 @@
 // What a calibration session reports and how it runs: its phases, the progress event, and the
-// options (threads, kernels, callbacks, the AdaRound seed). Depends on config (resolve options),
-// kernels and the AdaRound progress type.
+// options (threads, the activation mode, kernels, callbacks, the AdaRound seed). Depends on config
+// (resolve options), kernels and the AdaRound progress type.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ptq/algorithms/ada.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
@@ -54,7 +53,7 @@ struct progress_event {
 
 /// This process's part of a sharded activation phase (docs/scale-out.md): rank `rank` of
 /// `count` feeds the batches b with b % count == rank, twice, and the ranks exchange their
-/// states after each pass (shard_exchange.hpp). The other phases run on every rank alike.
+/// states after each pass (sharded_activations.hpp). The other phases run on every rank alike.
 struct shard_info {
   std::size_t rank = 0;
   std::size_t count = 1;
@@ -66,15 +65,37 @@ struct shard_info {
   return batch_num > s.rank ? (batch_num - s.rank - 1) / s.count + 1 : 0;
 }
 
+/// How the activation phase sees its batches (docs/scale-out.md). Every mode gives the one-pass
+/// mode's numbers bit for bit, except `order_invariant`, which gives the same bytes for any
+/// batch order or split instead of the toolkit's HFMG numbers.
+struct activation_mode {
+  enum class kind : std::uint8_t {
+    /// Each batch once: IFMR keeps every value (4·N bytes), HFMG one histogram.
+    one_pass,
+    /// One pass; HFMG layers build the order-invariant histogram (invariant_histogram.hpp,
+    /// `--order-invariant`), IFMR layers run as in one_pass.
+    order_invariant,
+    /// Each layer's batches twice, in the same order (`--memory bounded`): IFMR keeps
+    /// O(k + K) values, HFMG O(bins).
+    bounded,
+    /// This process's share of the batches, twice, the states exchanged after each pass
+    /// (`shard`, `--mpi`).
+    sharded,
+  };
+  kind pass = kind::one_pass;
+  shard_info shard{};  ///< `sharded`: this process's rank of count; ignored otherwise
+
+  /// Whether the engine feeds each layer's batches twice.
+  [[nodiscard]] constexpr bool two_passes() const noexcept {
+    return pass == kind::bounded || pass == kind::sharded;
+  }
+  [[nodiscard]] constexpr bool is_sharded() const noexcept { return pass == kind::sharded; }
+};
+
 struct session_options {
   resolve_options resolve{};
   unsigned threads = 1;  ///< for the kernels that can use several; results do not depend on it
-  /// Activation calibration in one pass (IFMR keeps every value) or in two passes over the same
-  /// batches (`bounded`, docs/scale-out.md: the engine feeds each layer's batches twice).
-  memory_mode activation_memory = memory_mode::one_pass;
-  /// Set: the activation phase is sharded over processes (any memory mode runs the two-pass
-  /// states then, the only ones that merge exactly); unset: this process sees every batch.
-  std::optional<shard_info> shard;
+  activation_mode activation{};
   /// The kernels every phase uses: the compile-time arch of the TU that makes the options by
   /// default; a binary with per-ISA translation units passes
   /// `kernels::dispatch_kernel_set<kernels::x86_archs>()`.
@@ -87,25 +108,32 @@ struct session_options {
   /// Keep each layer's activation search details (session_layer::activation_stats) for a
   /// calibration report (ptq/report/). The search runs once either way; no scale changes.
   bool keep_search_stats = false;
-  /// HFMG layers build the order-invariant histogram (invariant_histogram.hpp, `--order-invariant`)
-  /// instead of the toolkit's: identical bytes for any batch order or split, not the toolkit's
-  /// numbers (docs/scale-out.md says how far). One-pass mode only, without keep_search_stats.
-  bool order_invariant_histogram = false;
+};
+
+/// What each activation batch of a session needs besides the layer and its input: the options,
+/// the batch count, FORCE_FP16_QUANT, and the session's two buffers, reused over layers and
+/// batches (the input divided by DMQ factors; a stored input as float32).
+struct batch_context {
+  const session_options& options;
+  std::size_t batch_num;
+  bool fp16;
+  std::vector<float>& scratch;
+  std::vector<float>& converted;
 };
 
 /// The options' combinations a session refuses: E1407 for a shard outside its count, E904 for
-/// the order-invariant histogram outside the one-pass mode.
+/// the order-invariant histogram with keep_search_stats (it has no search details to keep).
 [[nodiscard]] inline result<> check_session_options(const session_options& o) {
-  if (const auto& sh = o.shard; sh && (sh->count == 0 || sh->rank >= sh->count)) {
-    return make_error(errc::shard_invalid, "session_options::shard: rank " +
-                                               std::to_string(sh->rank) + " of " +
-                                               std::to_string(sh->count) + " ranks");
+  const activation_mode& m = o.activation;
+  if (m.is_sharded() && (m.shard.count == 0 || m.shard.rank >= m.shard.count)) {
+    return make_error(errc::shard_invalid, "session_options::activation: rank " +
+                                               std::to_string(m.shard.rank) + " of " +
+                                               std::to_string(m.shard.count) + " ranks");
   }
-  if (o.order_invariant_histogram &&
-      (o.activation_memory != memory_mode::one_pass || o.shard || o.keep_search_stats)) {
+  if (m.pass == activation_mode::kind::order_invariant && o.keep_search_stats) {
     return make_error(errc::invalid_argument,
-                      "session_options::order_invariant_histogram is a one-pass histogram: use "
-                      "it without the bounded memory mode, shard or keep_search_stats");
+                      "activation_mode::kind::order_invariant keeps no search statistics: use it "
+                      "without keep_search_stats");
   }
   return {};
 }

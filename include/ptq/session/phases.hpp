@@ -203,18 +203,20 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
       *l.calibrator);
 }
 
-/// Phase 4: one activation batch of a layer, divided by its DMQ factors and observed; after
-/// `batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT when `fp16`), with
-/// the search's statistics kept in `l.activation_stats` when `keep_stats`. `scratch` holds the
-/// input divided by the factors (the session's one buffer, reused over layers and batches).
-/// A stored_tensor_ref input (float16, say) is converted a block at a time into what the
-/// observer keeps, or into `scratch` on `threads` when it is divided first: the same numbers and
-/// errors as its float32 values.
+/// Phase 4 in the one-pass mode: one activation batch of a layer, divided by its DMQ factors and
+/// observed; after `ctx.batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT
+/// when `ctx.fp16`), with the search's statistics kept in `l.activation_stats` when the options
+/// keep them. `ctx.scratch` holds the input divided by the factors. A stored_tensor_ref input
+/// (float16, say) is converted a block at a time into what the observer keeps, or into
+/// `ctx.scratch` on the options' threads when it is divided first: the same numbers and errors as
+/// its float32 values.
 template <class Input>  // tensor_ref or stored_tensor_ref
 [[nodiscard]] result<> observe_layer_batch(session_layer& l, const Input& input,
-                                           std::size_t batch_num, bool fp16, unsigned threads,
-                                           std::vector<float>& scratch, bool keep_stats = false) {
+                                           const batch_context& ctx) {
   constexpr bool stored = std::is_same_v<Input, stored_tensor_ref>;
+  const std::size_t batch_num = ctx.batch_num;
+  const bool keep_stats = ctx.options.keep_search_stats;
+  std::vector<float>& scratch = ctx.scratch;
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const auto observe = [&](const float* x, std::size_t n) {
@@ -229,11 +231,11 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   if (!l.balance_factors.empty()) {
     if constexpr (stored) {
       scratch.resize(input.size());
-      convert_stored(input.values, scratch.data(), threads);
+      convert_stored(input.values, scratch.data(), ctx.options.threads);
     } else {
       scratch.assign(input.data, input.data + input.size());
     }
-    st = dmq_apply_to_activation(scratch.data(), input.shape, l.desc.type, l.balance_factors);
+    st = divide_by_balance_factors(l, scratch.data(), input.shape);
     if (st)
       st = observe(scratch.data(), scratch.size());
   } else if constexpr (stored) {
@@ -249,7 +251,7 @@ template <class Input>  // tensor_ref or stored_tensor_ref
                         : std::visit([](const auto& c) { return c.finalize(); }, *l.calibrator);
     if (!r)
       return in_layer(l.desc.name, r.error());
-    l.activation_params = fp16 ? with_fp16_scale(r.value()) : r.value();
+    l.activation_params = ctx.fp16 ? with_fp16_scale(r.value()) : r.value();
     if (keep_stats)
       l.activation_stats = std::move(stats);
     l.calibrator.reset();

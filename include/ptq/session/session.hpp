@@ -7,9 +7,9 @@
 //      with the earlier layers' quantized weights); afterwards the engine runs with `weight()`
 //      and each layer's `balance_factors`,
 //   4. activation calibration: `batch_num` inputs per layer (`feed`), each layer finalized after
-//      its last batch; then `record()`. In the bounded memory mode
-//      (`session_options::activation_memory`) the engine feeds the same batches twice
-//      (`activation_passes()`), bounded_activations.hpp.
+//      its last batch; then `record()`. In the bounded and sharded activation modes
+//      (`session_options::activation`) the engine feeds the same batches twice
+//      (`activation_passes()`), bounded_activations.hpp, sharded_activations.hpp.
 // Every call that can fail returns a result: E802 for a call out of order or an unknown layer,
 // E803 for an input tensor that does not fit its layer, a numeric code (9xx) for bad values;
 // each message names the layer. The per-layer work is in phases.hpp, the checks in checks.hpp.
@@ -231,15 +231,16 @@ class calibration_session {
   /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
   /// mode and when sharded (the same batches again, in the same order).
   [[nodiscard]] std::size_t activation_passes() const noexcept {
-    return options_.activation_memory == memory_mode::bounded || options_.shard ? 2 : 1;
+    return options_.activation.two_passes() ? 2 : 1;
   }
 
-  /// Sharded (session_options::shard; exchange_shard_states in shard_exchange.hpp does the
+  /// Sharded (activation_mode::kind::sharded; exchange_shard_states in shard_exchange.hpp does the
   /// three steps): this rank's states, once it fed its batches of every layer in this pass.
   [[nodiscard]] result<std::string> shard_states() const {
     if (auto st = check_exchange("shard_states"); !st)
       return st.error();
-    return detail::pack_shard_states(layers_, *options_.shard, plan_.batch_num, shard_pass_);
+    return detail::pack_shard_states(layers_, options_.activation.shard, plan_.batch_num,
+                                     shard_pass_);
   }
 
   /// Sharded, rank 0: merges every rank's shard_states (all[r] from rank r) into what every
@@ -247,7 +248,7 @@ class calibration_session {
   [[nodiscard]] result<std::string> merge_shard_states(const std::vector<std::string>& all) const {
     if (auto st = check_exchange("merge_shard_states"); !st)
       return st.error();
-    return ptq::merge_shard_states(layers_, *options_.shard, shard_pass_, all, fp16_,
+    return ptq::merge_shard_states(layers_, options_.activation.shard, shard_pass_, all, fp16_,
                                    options_.kernels);
   }
 
@@ -294,8 +295,11 @@ class calibration_session {
   }
 
   result<> check_exchange(const char* what) const {
-    if (!options_.shard)
-      return fail(std::string(what) + ": the session is not sharded (session_options::shard)");
+    if (!options_.activation.is_sharded()) {
+      return fail(std::string(what) +
+                  ": the session is not sharded (session_options::activation is not "
+                  "activation_mode::kind::sharded)");
+    }
     if (phase_ != session_phase::activations) {
       return fail(std::string(what) + ": the session is in the " + std::string(to_string(phase_)) +
                   " phase, not the activation calibration phase");
@@ -356,19 +360,20 @@ class calibration_session {
     if (!l->plan.quant_enable) {
       return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
     }
+    const bool sharded = options_.activation.is_sharded();
     const std::size_t batches =
-        options_.shard ? shard_batch_count(*options_.shard, plan_.batch_num) : plan_.batch_num;
+        sharded ? shard_batch_count(options_.activation.shard, plan_.batch_num) : plan_.batch_num;
     if (l->batches_seen >= activation_passes() * batches && batches != 0) {
       return fail(std::string(name) + ": already has its " + std::to_string(batches) +
-                  " batch(es) (" + (options_.shard ? "of this rank" : "batch_num") + ")" +
+                  " batch(es) (" + (sharded ? "of this rank" : "batch_num") + ")" +
                   (activation_passes() == 2 ? " twice" : ""));
     }
     const bool was_final = l->activation_params.has_value();
-    if (auto st = observe_session_batch(*l, input, options_, plan_.batch_num, fp16_, scratch_,
-                                        converted_);
+    if (auto st = observe_session_batch(
+            *l, input, batch_context{options_, plan_.batch_num, fp16_, scratch_, converted_});
         !st)
       return st;
-    if (options_.shard)  // sharded layers are finalized by the last exchange
+    if (sharded)  // sharded layers are finalized by the last exchange
       return {};
     // Progress in batches: every enabled layer's batches, however they are interleaved.
     ++batches_fed_;

@@ -1,5 +1,7 @@
 // One layer's state in a calibration session: its description (weights fused, balanced and
-// fake-quantized as the phases go), its resolved config entry, and what each phase produced.
+// fake-quantized as the phases go), its resolved config entry, its algorithms and activation
+// mode state, and what each phase produced; and the one helper that divides an input by the
+// layer's DMQ factors.
 // Depends on the algorithms (the layer calibrator) and the session's layer description.
 #pragma once
 
@@ -7,16 +9,21 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ptq/algorithms/activation.hpp"
 #include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/dmq.hpp"
 #include "ptq/algorithms/invariant_histogram.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/search_stats.hpp"
 #include "ptq/algorithms/two_pass_observer.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/session/checks.hpp"
 #include "ptq/session/layer.hpp"
 
 namespace ptq {
@@ -38,6 +45,18 @@ inline namespace PTQ_ABI_NAMESPACE {
   return 10.0 * std::log10(signal / noise);
 }
 
+/// The bounded and sharded modes' observer of one layer, and the element count every batch
+/// must have (the first batch's: IFMR's ranks need the total before pass 1).
+template <class Policy>
+struct two_pass_layer {
+  two_pass_observer<Policy> observer;
+  std::size_t batch_size = 0;
+};
+
+/// What an activation mode keeps per layer besides the calibrator (session_layer).
+using activation_pass_state =
+    std::variant<std::monostate, two_pass_layer<ifmr>, two_pass_layer<hfmg>, invariant_histogram>;
+
 /// One layer's state in a session.
 struct session_layer {
   layer_desc desc;                     ///< weights here are fused, balanced, fake-quantized
@@ -50,15 +69,13 @@ struct session_layer {
   /// search statistics (session_options::keep_search_stats).
   std::optional<activation_search_stats> activation_stats;
   std::size_t batches_seen = 0;
-  /// The layer's algorithms (make_layer_calibrator of `plan`); enabled layers only, reset once
-  /// the activation is finalized.
+  /// The layer's algorithms (make_layer_calibrator of `plan`), whose observer runs the one-pass
+  /// modes; enabled layers only, reset once the activation is finalized.
   std::optional<any_layer_calibrator> calibrator;
-  /// The bounded memory mode's observer (bounded_activations.hpp), between the first batch and
-  /// the finalization; and the element count every batch must have.
-  std::optional<two_pass_observer> bounded;
-  std::size_t bounded_batch_size = 0;
-  /// HFMG with session_options::order_invariant_histogram: the histogram so far.
-  std::optional<invariant_histogram> invariant;
+  /// The activation mode's own state, between the first batch and the finalization: the
+  /// two-pass observer of the bounded and sharded modes (of the calibrator's activation policy),
+  /// or the order-invariant histogram; none in the one-pass mode.
+  activation_pass_state activation_pass;
   /// 10·log10(Σw² / Σ(w − w_q)²) of the weight quantization, in dB (inf when exact).
   double weight_sqnr_db = 0.0;
   /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.
@@ -69,6 +86,34 @@ struct session_layer {
 [[nodiscard]] inline bool learns_from_samples(const session_layer& l) noexcept {
   return l.plan.quant_enable && l.calibrator && needs_samples(*l.calibrator) &&
          l.desc.type != layer_type::avg_pool2d;
+}
+
+/// Calls fn(Policy{}, settings) with the activation policy of the layer's calibrator and its
+/// settings (threads included): how the mode-specific paths pick their state types.
+template <class Fn>
+decltype(auto) with_layer_activation_policy(const session_layer& l, Fn&& fn) {
+  return std::visit(
+      [&](const auto& c) -> decltype(auto) {
+        using calibrator = std::decay_t<decltype(c)>;
+        return fn(typename calibrator::activation_policy{}, c.observer().settings());
+      },
+      *l.calibrator);
+}
+
+/// The layer's input `x` (its `shape`, float32, in place) divided by its DMQ factors, as the
+/// layer sees it; nothing without DMQ. The one place every path divides.
+[[nodiscard]] inline result<> divide_by_balance_factors(const layer_desc& d,
+                                                        const std::vector<float>& factors, float* x,
+                                                        const std::vector<std::size_t>& shape) {
+  if (factors.empty())
+    return {};
+  if (auto st = dmq_apply_to_activation(x, shape, d.type, factors); !st)
+    return in_layer(d.name, st.error());
+  return {};
+}
+[[nodiscard]] inline result<> divide_by_balance_factors(const session_layer& l, float* x,
+                                                        const std::vector<std::size_t>& shape) {
+  return divide_by_balance_factors(l.desc, l.balance_factors, x, shape);
 }
 
 /// Whether the layer takes part in the DMQ pass (enabled, with dmq_balancer).

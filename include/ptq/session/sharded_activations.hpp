@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "ptq/algorithms/two_pass_exchange.hpp"
@@ -30,15 +32,24 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// rank + i·count, pass 1 for the first shard_batch_count of them, then (after the exchange)
 /// pass 2 for as many again.
 [[nodiscard]] inline result<> observe_layer_batch_sharded(session_layer& l, const tensor_ref& input,
-                                                          std::size_t batch_num,
-                                                          const shard_info& shard,
-                                                          const kernels::kernel_set& k,
-                                                          std::vector<float>& scratch) {
+                                                          const batch_context& ctx) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
+  const shard_info& shard = ctx.options.activation.shard;
+  const std::size_t batch_num = ctx.batch_num;
   const std::size_t own = shard_batch_count(shard, batch_num);
   const bool first_pass = l.batches_seen < own;
-  if (own == 0 || (!first_pass && (!l.bounded || l.bounded->pass() != 2))) {
+  const bool in_pass_2 = std::visit(
+      [](const auto& t) {
+        using T = std::decay_t<decltype(t)>;
+        if constexpr (std::is_same_v<T, std::monostate> || std::is_same_v<T, invariant_histogram>) {
+          return false;
+        } else {
+          return t.observer.pass() == 2;
+        }
+      },
+      l.activation_pass);
+  if (own == 0 || (!first_pass && !in_pass_2)) {
     return make_error(errc::session_call_invalid,
                       own == 0 ? l.desc.name + ": rank " + std::to_string(shard.rank) + " of " +
                                      std::to_string(shard.count) + " has none of the " +
@@ -48,7 +59,7 @@ inline namespace PTQ_ABI_NAMESPACE {
                                      "(exchange_shard_states) before pass 2");
   }
   return detail::observe_two_pass_batch(l, input, shard.rank + (l.batches_seen % own) * shard.count,
-                                        first_pass, batch_num, k, scratch);
+                                        first_pass, ctx);
 }
 
 namespace detail {
@@ -82,13 +93,22 @@ namespace detail {
               " of this rank's " + std::to_string(own) + " batch(es)");
     }
     w.bytes(l.desc.name);
-    w.u8(l.bounded ? 1 : 0);
-    if (l.bounded) {
-      auto bytes = serialize_state(l.bounded->state());
-      if (!bytes)
-        return in_layer(l.desc.name, bytes.error());
+    auto bytes = std::visit(
+        [](const auto& t) -> result<std::string> {
+          using T = std::decay_t<decltype(t)>;
+          if constexpr (std::is_same_v<T, std::monostate> ||
+                        std::is_same_v<T, invariant_histogram>) {
+            return std::string();  // no batches of the layer on this rank
+          } else {
+            return serialize_state(t.observer.state());
+          }
+        },
+        l.activation_pass);
+    if (!bytes)
+      return in_layer(l.desc.name, bytes.error());
+    w.u8(bytes.value().empty() ? 0 : 1);
+    if (!bytes.value().empty())
       w.bytes(bytes.value());
-    }
   }
   return wire_frame(state_kind::shard_states, w.out);
 }
@@ -149,6 +169,29 @@ namespace detail {
   return out;
 }
 
+/// The layer's two-pass observer in pass 2, planned from rank 0's merged pass-1 state `bytes`
+/// (the layer's batch size kept: a rank without batches of the layer has none yet).
+[[nodiscard]] inline result<activation_pass_state> resumed_two_pass(const session_layer& l,
+                                                                    std::string_view bytes,
+                                                                    const kernels::kernel_set& k) {
+  return with_layer_activation_policy(
+      l, [&](auto policy, const auto& s) -> result<activation_pass_state> {
+        using P = decltype(policy);
+        auto st = deserialize_state<P>(bytes, 1, l.desc.name + " input", k);
+        if (!st)
+          return st.error();
+        const auto* mine = std::get_if<two_pass_layer<P>>(&l.activation_pass);
+        two_pass_layer<P> t{two_pass_observer<P>(s, k, l.desc.name + " input"),
+                            mine != nullptr ? mine->batch_size : 0};
+        // Neither fails on rank 0's merge: it read the state for this policy and planned pass 2.
+        if (auto r = t.observer.resume(std::move(st).value()); !r)
+          return in_layer(l.desc.name, r.error());
+        if (auto r = t.observer.next_pass(); !r)
+          return in_layer(l.desc.name, r.error());
+        return activation_pass_state(std::move(t));
+      });
+}
+
 }  // namespace detail
 
 /// Rank 0: what every rank adopts after pass `stage`, from `all` (rank r's shard_states at
@@ -167,32 +210,33 @@ namespace detail {
   for (const auto& l : layers) {
     if (!l.plan.quant_enable)
       continue;
-    auto merged =
-        merge_rank_states(per_layer.value()[i++], activation_settings_of(*l.calibrator).algo, stage,
-                          l.desc.name + " input", k);
-    if (!merged)
-      return merged.error();
     w.bytes(l.desc.name);
-    std::string bytes;
-    if (stage == 1) {
-      auto b = serialize_state(merged.value());
-      if (!b)
-        return b.error();
-      bytes = std::move(b).value();
-    }
-    two_pass_observer o(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
-    if (auto st = o.resume(std::move(merged).value()); !st)
-      return in_layer(l.desc.name, st.error());
-    if (stage == 1) {  // plan pass 2 here, so a missing batch fails the exchange on rank 0
-      if (auto st = o.next_pass(); !st)
-        return in_layer(l.desc.name, st.error());
-      w.bytes(bytes);
-      continue;
-    }
-    auto r = o.finalize();
-    if (!r)
-      return in_layer(l.desc.name, r.error());
-    write_activation_result(w, fp16 ? with_fp16_scale(r.value()) : r.value());
+    auto st = with_layer_activation_policy(l, [&](auto policy, const auto& s) -> result<> {
+      using P = decltype(policy);
+      auto merged = merge_rank_states<P>(per_layer.value()[i], stage, l.desc.name + " input", k);
+      if (!merged)
+        return merged.error();
+      two_pass_observer<P> o(s, k, l.desc.name + " input");
+      if (stage == 1) {  // plan pass 2 here, so a missing batch fails the exchange on rank 0
+        auto bytes = serialize_state(merged.value());
+        if (!bytes)
+          return bytes.error();
+        w.bytes(bytes.value());
+        if (auto r = o.resume(std::move(merged).value()); !r)
+          return r;
+        return o.next_pass();
+      }
+      if (auto r = o.resume(std::move(merged).value()); !r)
+        return r;
+      auto r = o.finalize();
+      if (!r)
+        return r.error();
+      write_activation_result(w, fp16 ? with_fp16_scale(r.value()) : r.value());
+      return {};
+    });
+    if (!st)
+      return st.error();  // named by the observer or the merge
+    ++i;
   }
   return wire_frame(stage == 1 ? state_kind::shard_states : state_kind::shard_results, w.out);
 }
@@ -213,7 +257,7 @@ namespace detail {
   if (rd.failed() || got_stage != stage)
     return detail::shard_error(std::string(what) + ": not those of pass " + std::to_string(stage));
   // Read everything first, then change the layers: an error leaves them as they were.
-  std::vector<two_pass_state> states;
+  std::vector<activation_pass_state> states;
   std::vector<activation_quant_result> results;
   std::size_t i = 0;
   for (const auto& l : layers) {
@@ -224,15 +268,14 @@ namespace detail {
       return detail::shard_error(std::string(what) + ": layer '" + std::string(name) +
                                  "' where this session has '" + l.desc.name + "'");
     }
-    if (stage == 1) {
-      auto st = deserialize_state(rd.bytes(), activation_settings_of(*l.calibrator).algo, 1,
-                                  l.desc.name + " input", k);
-      if (!st)
-        return st.error();
-      states.push_back(std::move(st).value());
+    if (stage == 2) {
+      results.push_back(read_activation_result(rd));
       continue;
     }
-    results.push_back(read_activation_result(rd));
+    auto st = detail::resumed_two_pass(l, rd.bytes(), k);
+    if (!st)
+      return st.error();
+    states.push_back(std::move(st).value());
   }
   if (rd.failed())
     return wire_payload_error(what, "ended early");
@@ -247,16 +290,10 @@ namespace detail {
     if (stage == 2) {
       l.activation_params = results[i++];
       l.calibrator.reset();
-      l.bounded.reset();
-      continue;
+      l.activation_pass = {};
+    } else {
+      l.activation_pass = std::move(states[i++]);
     }
-    if (!l.bounded)  // a rank without batches of the layer starts its observer here
-      l.bounded.emplace(activation_settings_of(*l.calibrator), k, l.desc.name + " input");
-    // Neither fails on rank 0's merge: it read the state for this algorithm and planned pass 2.
-    if (auto r = l.bounded->resume(std::move(states[i++])); !r)
-      return in_layer(l.desc.name, r.error());
-    if (auto r = l.bounded->next_pass(); !r)
-      return in_layer(l.desc.name, r.error());
   }
   return {};
 }

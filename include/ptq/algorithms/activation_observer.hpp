@@ -1,6 +1,7 @@
-// A thin runtime dispatcher from a small runtime description (which algorithm + its settings)
-// to the compile-time policies (policies.hpp), for callers without a config (`ptq observe`).
-// The session uses make_layer_calibrator (layer_calibrator.hpp) instead.
+// The activation and weight calibrations chosen at run time, for callers without a config
+// (`ptq observe`, `ptq weights`): a small runtime description (which algorithm + its settings)
+// and the compile-time policies it picks (policies.hpp). The session uses make_layer_calibrator
+// (layer_calibrator.hpp) instead. Depends on the algorithms (the policies).
 #pragma once
 
 #include <string>
@@ -21,13 +22,24 @@ struct activation_settings {
   hfmg_settings hfmg{};
 };
 
+/// `s`'s settings for activation policy `Policy` (ifmr or hfmg).
+template <class Policy>
+[[nodiscard]] const typename Policy::settings& settings_for(const activation_settings& s) noexcept {
+  if constexpr (std::is_same_v<Policy, hfmg>) {
+    return s.hfmg;
+  } else {
+    return s.ifmr;
+  }
+}
+
 /// Either observer behind one interface.
 class activation_observer {
  public:
   explicit activation_observer(const activation_settings& s,
                                const kernels::kernel_set& k = kernels::default_kernels(),
                                const std::string& name = "activation")
-      : obs_(make(s, k, name)) {}
+      : obs_(make(s, k, name)),
+        algo_(with_activation_policy(s.algo, [](auto policy) { return decltype(policy)::algo; })) {}
 
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     return std::visit([&](auto& o) { return o.observe(x, n); }, obs_);
@@ -47,24 +59,27 @@ class activation_observer {
   [[nodiscard]] result<activation_quant_result> finalize() const {
     return std::visit([](const auto& o) { return o.finalize(); }, obs_);
   }
-  [[nodiscard]] activation_algo algo() const noexcept {
-    return obs_.index() == 0 ? activation_algo::ifmr : activation_algo::hfmg;
-  }
+  /// The algorithm that runs (the policy chosen for the settings' `algo`).
+  [[nodiscard]] activation_algo algo() const noexcept { return algo_; }
 
  private:
-  using variant_t = std::variant<ifmr_observer, hfmg_observer>;
+  template <class Policies>
+  struct observer_variant;
+  template <class... Policies>
+  struct observer_variant<policy_list<Policies...>> {
+    using type = std::variant<typename Policies::observer...>;
+  };
+  using variant_t = typename observer_variant<activation_policies>::type;
   static variant_t make(const activation_settings& s, const kernels::kernel_set& k,
                         const std::string& name) {
     return with_activation_policy(s.algo, [&](auto policy) {
-      using observer = typename decltype(policy)::observer;
-      if constexpr (std::is_same_v<decltype(policy), hfmg>) {
-        return variant_t(std::in_place_type<observer>, s.hfmg, k, name);
-      } else {
-        return variant_t(std::in_place_type<observer>, s.ifmr, k, name);
-      }
+      using policy_t = decltype(policy);
+      return variant_t(std::in_place_type<typename policy_t::observer>, settings_for<policy_t>(s),
+                       k, name);
     });
   }
   variant_t obs_;
+  activation_algo algo_;
 };
 
 /// Runtime description of a weight calibration.
