@@ -107,9 +107,9 @@ struct absmax {
                                              const ptq::kernels::kernel_set&,
                                              const std::string& name) {
     if (absmax_of(x, n) > st.absmax) {
-      return ptq::make_error(ptq::errc::state_mismatch, name + " batch " +
-                                                            std::to_string(batch + 1) +
-                                                            ": changed between the passes");
+      return ptq::make_error(
+          ptq::errc::state_mismatch,
+          name + " batch " + std::to_string(batch + 1) + ": changed between the passes");
     }
     ++st.batches;
     return {};
