@@ -14,7 +14,7 @@
 
 #include "ada_shapes.hpp"
 #include "dispatch/dispatch.hpp"
-#include "ptq/algorithms/ada.hpp"
+#include "ptq/algorithms/weights/ada.hpp"
 
 namespace {
 

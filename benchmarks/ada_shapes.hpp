@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ptq/algorithms/layer_geometry.hpp"
+#include "ptq/algorithms/layer/layer_geometry.hpp"
 
 namespace ptq_bench {
 

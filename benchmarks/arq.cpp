@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "bench_support.hpp"
-#include "ptq/algorithms/arq.hpp"
+#include "ptq/algorithms/weights/arq.hpp"
 
 static void BM_arq_per_channel_512x512x3x3(benchmark::State& state) {
   const std::size_t n = 512 * 512 * 9;

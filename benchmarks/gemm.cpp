@@ -18,7 +18,7 @@
 
 #include "ada_shapes.hpp"
 #include "dispatch/dispatch.hpp"
-#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/algorithms/layer/layer_compute.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace {

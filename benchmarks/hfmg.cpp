@@ -1,7 +1,7 @@
 // HFMG: observe 4 batches of 4M floats (histogram + merge), then finalize (the candidate
 // search over 4096 bins). Targets: finalize <= 5 ms. The toolkit: 1.0 s for the whole workload,
 // 0.42 s of it in the search (its own timings).
-#include "ptq/algorithms/hfmg.hpp"
+#include "ptq/algorithms/activations/hfmg.hpp"
 #include "bench_support.hpp"
 
 namespace {

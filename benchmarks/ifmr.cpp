@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "bench_support.hpp"
-#include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/activations/ifmr.hpp"
 
 static void BM_ifmr_losses_16M_61(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();

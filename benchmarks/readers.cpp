@@ -16,7 +16,7 @@
 #include "ptq/config_json.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/record_json.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "bench_support.hpp"
-#include "ptq/algorithms/ifmr.hpp"
+#include "ptq/algorithms/activations/ifmr.hpp"
 
 static void BM_topk_both_ends_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "ptq/session/record_json.hpp"
+#include "ptq/session/record_json_io.hpp"
 
 namespace {
 constexpr std::size_t max_fuzz_input = std::size_t{64} << 10;

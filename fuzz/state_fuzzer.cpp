@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "fuzz_check.hpp"
-#include "ptq/algorithms/state_wire.hpp"
+#include "ptq/algorithms/scale_out/state_wire.hpp"
 #include "ptq/core/shard_reduce.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // its float weight and input samples. README.md shows the region between the [readme:...]
 // markers, and tests/package checks that it is this text.
 // [readme:adaround]
-#include <ptq/algorithms/ada.hpp>
+#include <ptq/algorithms/weights/ada.hpp>
 
 #include <iostream>
 #include <vector>

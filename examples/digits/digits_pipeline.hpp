@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "digits_engine.hpp"
-#include "ptq/core/read_file.hpp"
+#include "ptq/io/read_file.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/manifest.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace digits {
 

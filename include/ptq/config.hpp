@@ -4,13 +4,13 @@
 #pragma once
 
 #include "ptq/config/api.hpp"
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
-#include "ptq/config/lexer.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/config/parser.hpp"
 #include "ptq/config/resolve.hpp"
-#include "ptq/config/text_tree.hpp"
 #include "ptq/config/validate.hpp"
 #include "ptq/config/writer.hpp"
+#include "ptq/prototext/diagnostics.hpp"
+#include "ptq/prototext/lexer.hpp"
+#include "ptq/prototext/text_tree.hpp"
 #include "ptq/version.hpp"

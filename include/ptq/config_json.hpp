@@ -2,4 +2,4 @@
 #pragma once
 
 #include "ptq/config.hpp"
-#include "ptq/config/json.hpp"
+#include "ptq/config/layer_json.hpp"

@@ -4,5 +4,5 @@
 #pragma once
 
 #include "ptq/session.hpp"
-#include "ptq/session/export.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/fake_quant_weights.hpp"
+#include "ptq/session/model_manifest.hpp"

@@ -2,4 +2,4 @@
 #pragma once
 
 #include "ptq/session.hpp"
-#include "ptq/session/record_json.hpp"
+#include "ptq/session/record_json_io.hpp"

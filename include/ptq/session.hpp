@@ -6,7 +6,7 @@
 #pragma once
 
 #include "ptq/session/calibrate_files.hpp"
+#include "ptq/session/calibration_session.hpp"
 #include "ptq/session/layer.hpp"
 #include "ptq/session/record.hpp"
-#include "ptq/session/session.hpp"
 #include "ptq/session/shard_exchange.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ptq/algorithms/activation_observer.hpp"
-#include "ptq/algorithms/state_wire.hpp"
+#include "ptq/algorithms/scale_out/state_wire.hpp"
 
 namespace ptq_test {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/activation_fn.hpp"
+#include "ptq/algorithms/layer/activation_fn.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../support/rearrange.hpp"
-#include "ptq/algorithms/ada_kl.hpp"
+#include "ptq/algorithms/weights/ada_kl.hpp"
 
 namespace {
 

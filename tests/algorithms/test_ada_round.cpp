@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "ptq/algorithms/ada.hpp"
+#include "ptq/algorithms/weights/ada.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 
 #include "../kernels/arch_kernels.hpp"
 #include "ptq/algorithms.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
 #include "ptq/io/npy.hpp"
 #include "sharded_two_pass.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/state_wire.hpp"
+#include "ptq/algorithms/scale_out/state_wire.hpp"
 
 namespace {
 

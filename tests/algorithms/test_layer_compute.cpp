@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../kernels/arch_kernels.hpp"
-#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/algorithms/layer/layer_compute.hpp"
 
 namespace {
 

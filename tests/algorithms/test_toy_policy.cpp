@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "ptq/algorithms/layer_calibrator.hpp"
-#include "ptq/algorithms/two_pass_exchange.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/scale_out/two_pass_exchange.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
 #include "ptq/core/wire.hpp"
 #include "sharded_two_pass.hpp"
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/state_wire.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/scale_out/state_wire.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
 #include "sharded_two_pass.hpp"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ptq/config/lexer.hpp"
+#include "ptq/prototext/lexer.hpp"
 
 namespace {
 

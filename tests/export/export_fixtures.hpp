@@ -8,7 +8,7 @@
 
 #include <xtensor/xbuilder.hpp>
 
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq_test {

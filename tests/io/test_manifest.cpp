@@ -1,4 +1,4 @@
-// The model manifest reader (ptq/session/manifest.hpp) over an in-memory weights source: what
+// The model manifest reader (ptq/session/model_manifest.hpp) over an in-memory weights source: what
 // it reads, and each malformed entry an exact E804 error naming the layer and the key.
 #include <catch2/catch.hpp>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace {
 

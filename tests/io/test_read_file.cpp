@@ -1,4 +1,4 @@
-// Bounded reading (ptq/core/read_file.hpp), mapping (ptq/core/mapped_file.hpp) and the readers
+// Bounded reading (ptq/io/read_file.hpp), mapping (ptq/io/mapped_file.hpp) and the readers
 // built on them: non-regular files, files above the limit (refused before reading), empty and
 // missing files, each an exact error; a mapped .npy gives read_npy's values, without a copy.
 #include <catch2/catch.hpp>
@@ -15,10 +15,10 @@
 
 #include "../support/half_npy.hpp"
 #include "ptq/config.hpp"
-#include "ptq/core/mapped_file.hpp"
-#include "ptq/core/read_file.hpp"
+#include "ptq/io/mapped_file.hpp"
 #include "ptq/io/npy.hpp"
 #include "ptq/io/npy_map.hpp"
+#include "ptq/io/read_file.hpp"
 #include "ptq/io/safetensors.hpp"
 
 namespace {

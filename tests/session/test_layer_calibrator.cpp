@@ -10,7 +10,7 @@
 
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/config.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 
 namespace {
 

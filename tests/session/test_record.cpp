@@ -3,7 +3,7 @@
 #include <string>
 
 #include "ptq/session/record.hpp"
-#include "ptq/session/record_json.hpp"
+#include "ptq/session/record_json_io.hpp"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "ptq/algorithms/activation_observer.hpp"
-#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/activations/dmq.hpp"
 #include "ptq/config.hpp"
+#include "ptq/session/calibration_session.hpp"
 #include "ptq/session/record.hpp"
-#include "ptq/session/session.hpp"
 
 namespace {
 

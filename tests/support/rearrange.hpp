@@ -1,6 +1,6 @@
 // The ConvTranspose rearrangement (docs/numerics.md, ARQ) as an xtensor copy, for tests that check
-// the library's copy-free channel geometry (channel_geometry in ptq/algorithms/tensor.hpp) against
-// it. Test-only: the library itself needs no xtensor for it.
+// the library's copy-free channel geometry (channel_geometry in ptq/algorithms/layer/tensor.hpp)
+// against it. Test-only: the library itself needs no xtensor for it.
 #pragma once
 
 #include <xtensor/xadapt.hpp>
@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "ptq/algorithms/tensor.hpp"
+#include "ptq/algorithms/layer/tensor.hpp"
 
 namespace ptq_test {
 

@@ -1,6 +1,6 @@
 // `ptq observe --memory bounded`: the two-pass observer of one activation over .npy batch files,
 // each file read again in every pass instead of kept, so memory is one batch plus the states
-// (ptq/algorithms/two_pass_observer.hpp). IFMR needs the element count before pass 1 (its
+// (ptq/algorithms/scale_out/two_pass_observer.hpp). IFMR needs the element count before pass 1 (its
 // percentile ranks depend on it): a first, counting read of the files. Also
 // `--order-invariant` (HFMG on invariant_histogram.hpp).
 #pragma once
@@ -11,8 +11,8 @@
 
 #include "numeric_io.hpp"
 #include "ptq/algorithms/activation_observer.hpp"
-#include "ptq/algorithms/invariant_histogram.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/activations/invariant_histogram.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
 
 namespace ptq_cli {
 

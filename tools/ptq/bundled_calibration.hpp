@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bundled_model.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 
 namespace ptq_cli {
 

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/algorithms/layer/layer_compute.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/calibrate_files.hpp"
-#include "ptq/session/manifest.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace ptq_cli {
 

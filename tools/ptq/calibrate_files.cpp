@@ -17,7 +17,7 @@
 #include "phase_timer.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/calibrate_files.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "report_outputs.hpp"
 
 #include "mpi_run.hpp"

@@ -19,7 +19,7 @@
 #include "command.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/detail/float_format.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 
 namespace ptq_cli {
 

@@ -14,12 +14,12 @@
 #include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/config_json.hpp"
-#include "ptq/detail/visible_text.hpp"
+#include "ptq/core/visible_text.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/export.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/calibration_session.hpp"
+#include "ptq/session/fake_quant_weights.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
-#include "ptq/session/session.hpp"
 #include "report_outputs.hpp"
 
 namespace ptq_cli::calibrate {

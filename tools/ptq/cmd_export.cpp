@@ -16,10 +16,10 @@
 #include "manifest_input.hpp"
 #include "onnx_export.hpp"
 #include "outputs.hpp"
-#include "ptq/config/diagnostics.hpp"
-#include "ptq/detail/visible_text.hpp"
+#include "ptq/core/visible_text.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/prototext/diagnostics.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace {

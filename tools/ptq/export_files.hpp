@@ -14,7 +14,7 @@
 #include "ptq/config.hpp"
 #include "ptq/config/plan.hpp"
 #include "ptq/export/formats.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq_cli {

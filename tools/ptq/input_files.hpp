@@ -12,7 +12,7 @@
 #include <string>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/read_file.hpp"
+#include "ptq/io/read_file.hpp"
 #include "ptq/io/safetensors.hpp"
 
 namespace ptq_cli {

@@ -12,7 +12,7 @@
 
 #include "command.hpp"
 #include "ptq/core/error.hpp"
-#include "ptq/detail/visible_text.hpp"
+#include "ptq/core/visible_text.hpp"
 #include "ptq/version.hpp"
 
 int main(int argc, char** argv) {

@@ -6,7 +6,7 @@
 
 #include "input_files.hpp"
 #include "ptq/io/safetensors.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace ptq_cli {
 

@@ -1,6 +1,6 @@
 // What the tool's `--mpi` runs share: the error without MPI; with MPI (PTQ_WITH_MPI) the transport
 // (ptq/mpi.hpp), quiet ranks, and `ptq observe --mpi`: one activation's two passes over the
-// .npy batches of every rank (observe_sharded in ptq/algorithms/two_pass_exchange.hpp).
+// .npy batches of every rank (observe_sharded in ptq/algorithms/scale_out/two_pass_exchange.hpp).
 #pragma once
 
 #include "ptq/core/error.hpp"
@@ -26,7 +26,7 @@ namespace ptq_cli {
 
 #include "numeric_io.hpp"
 #include "ptq/algorithms/activation_observer.hpp"
-#include "ptq/algorithms/two_pass_exchange.hpp"
+#include "ptq/algorithms/scale_out/two_pass_exchange.hpp"
 #include "ptq/mpi.hpp"
 
 namespace ptq_cli {

@@ -14,7 +14,7 @@
 #include "outputs.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/export/qdq_table.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq_cli {

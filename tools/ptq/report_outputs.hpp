@@ -18,8 +18,8 @@
 #include "calibrate_report.hpp"
 #include "outputs.hpp"
 #include "ptq/report/html.hpp"
-#include "ptq/report/json.hpp"
-#include "ptq/report/report.hpp"
+#include "ptq/report/report_data.hpp"
+#include "ptq/report/report_json.hpp"
 
 namespace ptq_cli {
 

@@ -1,7 +1,8 @@
 // The activation and weight calibrations chosen at run time, for callers without a config
 // (`ptq observe`, `ptq weights`): a small runtime description (which algorithm + its settings)
 // and the compile-time policies it picks (policies.hpp). The session uses make_layer_calibrator
-// (layer_calibrator.hpp) instead. Depends on the algorithms (the policies).
+// (layer_calibrator.hpp) instead.
+// Depends on: core.
 #pragma once
 
 #include <string>

@@ -12,7 +12,7 @@
 // instantiation of policies.hpp's lists, made by `make_layer_calibrator(plan)`: the enum-to-type
 // step happens there (through with_weight_policy / with_activation_policy) and nowhere else. The
 // calibrator's mutable state is the observer's (see policies.hpp for how scale-out extends it).
-// Depends on config (the resolved layer), core, kernels and the algorithms.
+// Depends on: core and kernels.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,7 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/activation.hpp"
+#include "ptq/algorithms/activations/activation.hpp"
 #include "ptq/algorithms/policies.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/kernels/kernel_set.hpp"

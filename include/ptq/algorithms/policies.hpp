@@ -20,7 +20,7 @@
 // in the policy or the settings, so states merge and serialize without changing how one
 // process computes. The weight policies have no state of their own: ARQ is a function of the
 // weight, ADA of the weight and the gathered samples.
-// Depends on config (the resolved layer), core, kernels and the algorithms.
+// Depends on: core, kernels and config (the resolved layer).
 #pragma once
 
 #include <cstddef>
@@ -29,16 +29,16 @@
 #include <string_view>
 #include <utility>
 
-#include "ptq/algorithms/ada.hpp"
-#include "ptq/algorithms/ada_kl.hpp"
-#include "ptq/algorithms/arq.hpp"
-#include "ptq/algorithms/hfmg.hpp"
-#include "ptq/algorithms/hfmg_two_pass.hpp"
-#include "ptq/algorithms/ifmr.hpp"
-#include "ptq/algorithms/ifmr_two_pass.hpp"
-#include "ptq/algorithms/ifmr_wire.hpp"
-#include "ptq/algorithms/state_wire.hpp"
-#include "ptq/config/resolve.hpp"
+#include "ptq/algorithms/activations/hfmg.hpp"
+#include "ptq/algorithms/activations/ifmr.hpp"
+#include "ptq/algorithms/scale_out/hfmg_two_pass.hpp"
+#include "ptq/algorithms/scale_out/ifmr_two_pass.hpp"
+#include "ptq/algorithms/scale_out/ifmr_wire.hpp"
+#include "ptq/algorithms/scale_out/state_wire.hpp"
+#include "ptq/algorithms/weights/ada.hpp"
+#include "ptq/algorithms/weights/ada_kl.hpp"
+#include "ptq/algorithms/weights/arq.hpp"
+#include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
 #include "ptq/kernels/kernel_set.hpp"

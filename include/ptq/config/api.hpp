@@ -1,6 +1,7 @@
 // Convenience entry points: reading files, and the throwing API for builds with exceptions.
 // Standard library (and POSIX stat/open/read for files); the throwing part compiles away under
 // -fno-exceptions.
+// Depends on: core, io and prototext.
 #pragma once
 
 #include <cstdint>
@@ -9,18 +10,18 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/config/parser.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
-#include "ptq/core/read_file.hpp"
+#include "ptq/io/read_file.hpp"
+#include "ptq/prototext/diagnostics.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
 /// A whole text file (config, layer list, JSON config, record, manifest), refused when it is not
 /// a regular file or is above `max_bytes` (default: the lexer's 16 MiB input limit); see
-/// read_file (ptq/core/read_file.hpp) for the errors.
+/// read_file (ptq/io/read_file.hpp) for the errors.
 [[nodiscard]] inline result<std::string> read_text_file(
     const std::string& path, std::uint64_t max_bytes = default_text_file_limit) {
   return read_file(path, max_bytes);

@@ -1,6 +1,7 @@
 // Reading the detailed per-layer JSON config (docs/config.md) with nlohmann_json, applying the
 // JSON rules (docs/errors.md, 5xx): `try_read_quant_config` (never throws) and nlohmann's
 // `from_json`.
+// Depends on: core, detail, prototext and nlohmann_json.
 #pragma once
 
 #include <algorithm>
@@ -14,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/config/plan.hpp"
 #include "ptq/config/validate.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/detail/json_parse.hpp"
+#include "ptq/prototext/diagnostics.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -1,5 +1,6 @@
 // Writing the detailed per-layer JSON config (docs/config.md) with nlohmann_json: `to_json` for the
 // plan types, and the toolkit's exact text layout (`dump_toolkit_json`, `to_toolkit_json`).
+// Depends on: core, detail and nlohmann_json.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // Reading a model's layer list, the JSON that names the layers a config is resolved against
 // (`ptq resolve --layers`), with nlohmann_json. Never throws.
+// Depends on: core, detail and nlohmann_json.
 #pragma once
 
 #include <algorithm>

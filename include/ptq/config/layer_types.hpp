@@ -1,5 +1,6 @@
 // The toolkit's list of quantizable type names, for `skip_layer_types` and
-// `override_layer_types`; the layer types themselves are in core. Standard library only.
+// `override_layer_types`; the layer types themselves are in core.
+// Depends on: core.
 #pragma once
 
 #include <array>

@@ -1,10 +1,11 @@
 // The typed simple-config model: both dialects of the toolkit's `AMCTConfig` (the PyTorch
 // `calibration_config_pytorch.proto` and the older `calibration_config.proto`) read into one set
-// of aggregates. Standard library only.
+// of aggregates.
 //
-// Every optional field is a `setting<T>`, which keeps "unset" apart from "set" (the
-// `asymmetric` precedence depends on it) and remembers where it was set, so later stages can
-// point at the line that caused an error. Equality compares values only, never positions.
+// Every optional field is a `setting<T>` (prototext/setting.hpp), which keeps "unset" apart from
+// "set" (the `asymmetric` precedence depends on it) and remembers where it was set, so later
+// stages can point at the line that caused an error.
+// Depends on: core and prototext.
 #pragma once
 
 #include <cstdint>
@@ -15,37 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/prototext/diagnostics.hpp"
+#include "ptq/prototext/setting.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-
-/// An optional scalar field and where it was last set.
-template <class T>
-struct setting {
-  std::optional<T> value;
-  source_region where;
-
-  [[nodiscard]] bool has_value() const noexcept { return value.has_value(); }
-  [[nodiscard]] const T& operator*() const noexcept { return *value; }
-  [[nodiscard]] T value_or(T fallback) const { return value ? *value : fallback; }
-  void set(T v, source_region at = {}) {
-    value = std::move(v);
-    where = at;
-  }
-  friend bool operator==(const setting& a, const setting& b) { return a.value == b.value; }
-  friend bool operator!=(const setting& a, const setting& b) { return !(a == b); }
-};
-
-/// An element of a repeated field and where it was written.
-template <class T>
-struct located {
-  T value;
-  source_region where;
-  friend bool operator==(const located& a, const located& b) { return a.value == b.value; }
-  friend bool operator!=(const located& a, const located& b) { return !(a == b); }
-};
 
 namespace detail {
 /// A scalar field of a calibration message: its name in the proto and its member. Each such

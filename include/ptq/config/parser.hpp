@@ -1,6 +1,7 @@
 // Reads simple-config text (both dialects) into the typed model with the toolkit's semantics:
 // protobuf text-format *merge* (last scalar wins, messages merge, the last oneof member wins).
-// Standard library only; the result-returning API works with -fno-exceptions.
+// The result-returning API works with -fno-exceptions.
+// Depends on: core and prototext.
 #pragma once
 
 #include <algorithm>
@@ -10,13 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
-#include "ptq/config/lexer.hpp"
 #include "ptq/config/model.hpp"
-#include "ptq/config/text_binder.hpp"
-#include "ptq/config/text_tree.hpp"
 #include "ptq/config/validate.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/prototext/diagnostics.hpp"
+#include "ptq/prototext/lexer.hpp"
+#include "ptq/prototext/text_binder.hpp"
+#include "ptq/prototext/text_tree.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -1,6 +1,7 @@
 // The resolved plan: the per-layer settings that resolution (config/resolve.hpp) produces and
-// the detailed JSON config (config/json.hpp) writes and reads, plus `layer_info`, what they are
-// resolved against. Plain aggregates; standard library only.
+// the detailed JSON config (config/layer_json.hpp) writes and reads, plus `layer_info`, what they
+// are resolved against. Plain aggregates.
+// Depends on: core and detail.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Per-layer resolution of a simple config against a model's layer list (docs/config.md): the
 // toolkit's precedence, defaults and degradations, giving the detailed per-layer config (the
-// plan types are in config/plan.hpp). Standard library only.
+// plan types are in config/plan.hpp).
+// Depends on: core, detail and prototext.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/config/plan.hpp"
@@ -21,6 +21,7 @@
 #include "ptq/core/algorithm_kind.hpp"
 #include "ptq/detail/find.hpp"
 #include "ptq/detail/suggest.hpp"
+#include "ptq/prototext/diagnostics.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

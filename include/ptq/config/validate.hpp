@@ -1,5 +1,6 @@
 // Checks of a parsed simple config that need no layer list (docs/errors.md): required fields, value
-// ranges, type names, duplicates, and the older dialect's rules. Standard library only.
+// ranges, type names, duplicates, and the older dialect's rules.
+// Depends on: core, detail and prototext.
 #pragma once
 
 #include <algorithm>
@@ -12,12 +13,12 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/ifmr_search_size.hpp"
 #include "ptq/detail/float_format.hpp"
+#include "ptq/prototext/diagnostics.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -1,6 +1,7 @@
 // Writes a simple config back as canonical protobuf text: fields in field-number order, two-space
 // indentation, floats in the shortest form that reads back to the same value. Parsing the output
-// gives an equal config. Standard library only.
+// gives an equal config.
+// Depends on: core and detail.
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // The build switches every ptq header agrees on, first among them whether the throwing wrappers
-// exist. Standard library only; included by every header before it opens `namespace ptq`.
+// exist. Included by every header before it opens `namespace ptq`.
 //
 // PTQ_EXCEPTIONS: 1 when the translation unit is compiled with exceptions (the default is read
 // from the compiler), 0 under -fno-exceptions. Define it yourself to force either.
@@ -9,6 +9,7 @@
 // an exceptions object mangle ptq's inline functions differently: linking the two cannot pick
 // one TU's body of a function for the other's callers (an ODR violation the linker would not
 // report). The same technique as toml++'s `ex` / `noex` namespaces.
+// Depends on: the standard library.
 #pragma once
 
 #if !defined(PTQ_EXCEPTIONS)

@@ -1,5 +1,6 @@
 // The calibration algorithms by name, shared by the config layer (which picks them) and the
-// numerics (which run them). Standard library only.
+// numerics (which run them).
+// Depends on: the standard library.
 #pragma once
 
 #include <cstdint>

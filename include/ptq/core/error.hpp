@@ -3,6 +3,7 @@
 // prevented it, with any warnings either way; one exception type for the throwing wrappers.
 // Every layer (config, numerics, io, session, tool) reports through these. Standard library
 // only; works with -fno-exceptions (the throwing wrappers then abort with the message).
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "ptq/core/abi.hpp"
-#include "ptq/detail/visible_text.hpp"
+#include "ptq/core/visible_text.hpp"
 
 #if PTQ_EXCEPTIONS
 #include <stdexcept>
@@ -308,7 +309,7 @@ class result<void> : public detail::result_diagnostics {
 };
 
 /// `path:line:col: error: message [E201]` (position and path when known), then `note: ...`.
-/// The source line and caret need the text: see format_diagnostic (ptq/config/diagnostics.hpp).
+/// The source line and caret need the text: see format_diagnostic (ptq/prototext/diagnostics.hpp).
 /// Path, message and note are bounded and show control bytes as `\xHH`, as there: a message
 /// that quotes a file name or a value is one line whatever the name holds.
 [[nodiscard]] inline std::string format_error(const error& e, std::string_view path = {}) {

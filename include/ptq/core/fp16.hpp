@@ -1,4 +1,5 @@
-// FORCE_FP16_QUANT scale rounding (docs/numerics.md, FORCE_FP16_QUANT). Standard library only.
+// FORCE_FP16_QUANT scale rounding (docs/numerics.md, FORCE_FP16_QUANT).
+// Depends on: the standard library.
 #pragma once
 
 #include <cmath>

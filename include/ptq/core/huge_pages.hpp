@@ -1,6 +1,7 @@
 // A hint that a large, freshly reserved buffer be backed by transparent huge pages, so filling
 // it takes one page fault per 2 MiB instead of one per 4 KiB (Linux with THP in "madvise" mode,
 // the Debian default; elsewhere a no-op). The buffer's contents and the results do not change.
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // How many clip ratios an IFMR search tries, shared by the config checks (`ptq check` rejects a
-// search that the calibration would refuse) and the numerics. Standard library only.
+// search that the calibration would refuse) and the numerics.
+// Depends on: the standard library.
 #pragma once
 
 #include <cmath>

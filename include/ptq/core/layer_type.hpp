@@ -1,5 +1,6 @@
 // The layer types ptq calibrates and what each may do (the settings a type cannot take are in
-// docs/errors.md, E403), shared by the config layer and the numerics. Standard library only.
+// docs/errors.md, E403), shared by the config layer and the numerics.
+// Depends on: the standard library.
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // The n-bit integer grid, quantization parameters, the min/max kernel and process_scale
 // (docs/numerics.md, Conventions). Float32 arithmetic throughout, rounding half to even.
-// Standard library only.
+// Depends on: the standard library.
 #pragma once
 
 #include <cfloat>

@@ -7,7 +7,8 @@
 // such as ptq::mpi_comm (ptq/mpi.hpp), or a test's threads. A step is one gather and one
 // broadcast, and every rank takes part in it with its bytes or its error, so a rank that failed
 // (a bad batch file) still meets the others: each rank then returns the error of the lowest
-// failing rank, noted with that rank, and nothing hangs. Standard library only.
+// failing rank, noted with that rank, and nothing hangs.
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,8 @@
 // Values as a file stores them: float32 (possibly at an offset that is not a multiple of 4) or
 // binary16, read where they lie (a mapped file) and converted to float32 a block at a time by
 // whoever consumes them, so a float16 input never needs a float32 copy of its own. Also the one
-// binary16 -> float32 conversion (.npy, safetensors). Standard library only.
+// binary16 -> float32 conversion (.npy, safetensors).
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>

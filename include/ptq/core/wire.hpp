@@ -3,6 +3,7 @@
 // checksum of everything before it. The writer appends fixed-width fields; the reader checks
 // every length against the bytes left before it allocates, so truncated or hostile input is an
 // error (E14xx), never a crash or a huge allocation. Standard library only.
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // The lookups by name (or key) that the plan, the record and their checks share: find_by, a
 // linear scan for one lookup, and name_index, built once in linear time for lookups in a loop
-// over a model's layers (a loop of find_by would be quadratic in them). Standard library only.
+// over a model's layers (a loop of find_by would be quadratic in them).
+// Depends on: core.
 #pragma once
 
 #include <string_view>

@@ -1,4 +1,5 @@
-// Locale-independent float printing and the toolkit's float conventions. Standard library only.
+// Locale-independent float printing and the toolkit's float conventions.
+// Depends on: core.
 #pragma once
 
 #include <array>

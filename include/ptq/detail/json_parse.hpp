@@ -6,7 +6,7 @@
 // ordered_json by appending; append_member appends a member the caller knows is new. A key
 // repeated in one object is reported, not silently replaced, and a syntax error has its
 // line:column.
-// Depends on nlohmann_json and the standard library.
+// Depends on: core and nlohmann_json.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // "Did you mean ...?" for a misspelt name: the project's one edit distance. Standard library
 // only.
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

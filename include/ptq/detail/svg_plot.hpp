@@ -3,6 +3,7 @@
 // xmlns and no external reference: the SVG is meant to sit inside an HTML page. Coordinates are
 // written with one decimal, so a chart of a few hundred points is a few KB. Standard library
 // only.
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

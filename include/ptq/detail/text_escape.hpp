@@ -1,4 +1,5 @@
-// Quoting strings for protobuf text output. Standard library only.
+// Quoting strings for protobuf text output.
+// Depends on: core.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // Small text helpers of the protobuf-text readers (config and record): trimming, ASCII
-// case-insensitive comparison, the toolkit's integer syntax, `line:col`. Standard library only.
+// case-insensitive comparison, the toolkit's integer syntax, `line:col`.
+// Depends on: core.
 #pragma once
 
 #include <charconv>

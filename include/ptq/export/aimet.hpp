@@ -4,6 +4,7 @@
 // unsigned, `x = (q_u + offset) * scale` with `offset = -2^(n-1) - offset_d <= 0`, so AMCT's grid
 // maps onto it exactly. Numbers are the float32 values widened to double and min/max their exact
 // double products, so a reader finds min == offset * scale to the last bit. Adds nlohmann_json.
+// Depends on: nlohmann_json.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptq/export/options.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/qdq_table.hpp"
 #include "ptq/export/symmetric.hpp"
 

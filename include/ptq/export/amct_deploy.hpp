@@ -4,6 +4,7 @@
 // 32) + bits(f32(scale_d * scale_w[c]))` (s19-truncated under FORCE_FP16_QUANT), the int32 bias
 // `round(bias / (scale_w[c] * scale_d))` (ties to even, as numpy), the DMQ Mul's `1/b`. float32
 // arithmetic as the toolkit's. Adds nlohmann_json for the report.
+// Depends on: core and nlohmann_json.
 #pragma once
 
 #include <cmath>
@@ -16,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/quant.hpp"
-#include "ptq/export/options.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/qdq_json.hpp"
 #include "ptq/export/qdq_table.hpp"
 

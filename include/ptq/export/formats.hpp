@@ -1,6 +1,7 @@
 // The export formats by name (`ptq export --format`, `ptq calibrate --export FORMAT=OUT`): one
 // row per format, so a new format is one row (the ONNX QDQ model, which needs the ONNX model
 // file, is added by the tool). Adds nlohmann_json (through the JSON formats).
+// Depends on: the standard library.
 #pragma once
 
 #include <string>
@@ -9,8 +10,8 @@
 
 #include "ptq/export/aimet.hpp"
 #include "ptq/export/amct_deploy.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/ncnn_table.hpp"
-#include "ptq/export/options.hpp"
 #include "ptq/export/qdq_json.hpp"
 #include "ptq/export/qdq_table.hpp"
 #include "ptq/export/trt_cache.hpp"

@@ -3,6 +3,7 @@
 // ConvolutionDepthWise), then the activation lines `<layer> m` (127/amax, or 1/scale_d when
 // exact). Floats are the shortest text that reads back to the same float32; no blank line,
 // which would end ncnn's reader. Needs the manifest (layer types, Cout). Standard library.
+// Depends on: detail.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "ptq/detail/float_format.hpp"
-#include "ptq/export/options.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/qdq_table.hpp"
 #include "ptq/export/symmetric.hpp"
 

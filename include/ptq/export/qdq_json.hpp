@@ -1,6 +1,7 @@
 // The QDQ table as JSON (`ptq export --format qdq-json`, docs/export.md): every number of the
 // table under the manifest's names, floats as the shortest decimal that reads back to the same
 // float32. Adds nlohmann_json.
+// Depends on: detail and nlohmann_json.
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 // read from a record and, where known, the model manifest. Every exporter (TensorRT cache, ncnn
 // table, AIMET encodings, AMCT deploy numbers, ONNX QDQ) starts from this table, so the checks
 // of the record against the model happen once. Plain aggregates; additions only.
-// Depends on the session (record, manifest) and the algorithms' BatchNorm fusion and DMQ.
+// Depends on: core, detail, algorithms and session (record, manifest).
 #pragma once
 
 #include <cmath>
@@ -17,13 +17,13 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/algorithms/conv_bn_fusion.hpp"
-#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/activations/dmq.hpp"
+#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
 #include "ptq/detail/find.hpp"
 #include "ptq/detail/float_format.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq {

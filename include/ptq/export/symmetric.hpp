@@ -1,6 +1,7 @@
 // The symmetric int8 form of an AMCT activation (docs/export.md), shared by the TensorRT cache
 // and the ncnn table, and the loss messages of the formats that cannot hold a layer's DMQ factors
 // or FORCE_FP16 state. Standard library only.
+// Depends on: the standard library.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +10,7 @@
 #include <cstdio>
 #include <string>
 
-#include "ptq/export/options.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/qdq_table.hpp"
 
 namespace ptq {

@@ -2,6 +2,7 @@
 // `TRT-<version>-<calibrator>`, then one `<tensor>: <hex>` line per quantized layer input,
 // the hex being the float32 bit pattern of the symmetric step (`amax / 127`, or scale_d when
 // exact). Weights are not in the file: TensorRT derives them from the model. Standard library.
+// Depends on: the standard library.
 #pragma once
 
 #include <cctype>
@@ -11,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "ptq/export/options.hpp"
+#include "ptq/export/export_options.hpp"
 #include "ptq/export/qdq_table.hpp"
 #include "ptq/export/symmetric.hpp"
 

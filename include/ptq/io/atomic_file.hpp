@@ -3,6 +3,7 @@
 // file can be written in pieces (a header, then tensor data where it lies), or by a writer that
 // streams into it, without a joined copy.
 // POSIX; standard library otherwise.
+// Depends on: core.
 #pragma once
 
 #include <cerrno>

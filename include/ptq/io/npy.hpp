@@ -6,7 +6,7 @@
 // uninitialised values), multiplies the shape without an overflow check (a hostile header makes
 // it allocate without bound), and has no float16. So this is a small hardened reader: every
 // field of the header is parsed and checked, and every error names the file.
-// Standard library only.
+// Depends on: core.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/read_file.hpp"
 #include "ptq/core/stored_values.hpp"
 #include "ptq/io/atomic_file.hpp"
+#include "ptq/io/read_file.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

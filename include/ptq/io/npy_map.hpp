@@ -1,8 +1,9 @@
-// .npy reading without a copy: the file is mapped (core/mapped_file.hpp), its header checked by
+// .npy reading without a copy: the file is mapped (io/mapped_file.hpp), its header checked by
 // the same parser as read_npy (every error and message is the same), and float32 data is used
 // where it lies in the page cache. float16 data, and float32 data at an offset that is not a
 // multiple of 4 (a hand-made header; numpy pads headers to 64 bytes), are converted into an
 // owned float32 buffer, or (npy_values::as_stored) left for the consumer to convert in blocks.
+// Depends on: core.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/mapped_file.hpp"
 #include "ptq/core/stored_values.hpp"
+#include "ptq/io/mapped_file.hpp"
 #include "ptq/io/npy.hpp"
 
 namespace ptq {

@@ -2,6 +2,7 @@
 // little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}, the data.
 // The reader rejects malformed files with a message that names the problem; floating-point
 // tensors (F32, F16, BF16, F64) convert to float32. Adds nlohmann_json.
+// Depends on: core, detail and nlohmann_json.
 #pragma once
 
 #include <algorithm>
@@ -17,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/mapped_file.hpp"
-#include "ptq/core/read_file.hpp"
 #include "ptq/core/stored_values.hpp"
 #include "ptq/detail/json_parse.hpp"
 #include "ptq/io/atomic_file.hpp"
+#include "ptq/io/mapped_file.hpp"
+#include "ptq/io/read_file.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -4,7 +4,8 @@
 // regulariser reg·Σ(1 − |2h − 1|^β)) and applies Adam. The references define the kernels: both
 // are one template over float / xsimd batch (fast_math.hpp), so they agree bit for bit. The
 // regulariser's sum goes to 16 float lanes (element i to lane i % 16), added in lane order at
-// the end, the same on every arch. Depends on xsimd only.
+// the end, the same on every arch.
+// Depends on: core and xsimd.
 #pragma once
 
 #include <xsimd/xsimd.hpp>

@@ -3,7 +3,8 @@
 // lane (no FMA; the arch TUs build with -ffp-contract=off). std::exp / xsimd::exp would not give
 // that: the scalar one comes from libm, the batch one from xsimd. The polynomials are the classic
 // single-precision minimax ones (Cody–Waite range reduction); accuracy is about 2 ulp on the
-// ranges below, which is all AdaRound's sigmoid and |x|^β need. Depends on xsimd only.
+// ranges below, which is all AdaRound's sigmoid and |x|^β need.
+// Depends on: core and xsimd.
 #pragma once
 
 #include <xsimd/xsimd.hpp>

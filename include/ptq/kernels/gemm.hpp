@@ -5,7 +5,8 @@
 // otherwise. The cache-blocked SIMD kernel keeps that order (its k blocks store the running sum
 // to C in float and reload it, which is what the reference's float accumulator holds), so it
 // equals the reference bit for bit; compile with -ffp-contract=off so the compiler does not fuse
-// the unfused path on its own. Depends on xsimd only.
+// the unfused path on its own.
+// Depends on: core.
 #pragma once
 
 #include <cmath>

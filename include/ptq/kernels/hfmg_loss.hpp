@@ -10,6 +10,7 @@
 // (cubes as x·x·x). Summation order is part of the definition: the t-th nonzero bin goes to lane
 // t % 16, each lane adds double(t1), double(t2), double(t3) in that order (t2 = t3 = 0 for a
 // same-bin term), and the lanes are added in order 0..15.
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

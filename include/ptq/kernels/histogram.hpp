@@ -3,6 +3,7 @@
 //   values outside [lo, hi] are ignored (torch.histc), and a degenerate range lo == hi uses the
 //   edges [lo - 1, hi + 1], so a constant tensor lands in bin B / 2.
 // Counts are added to `counts` (64-bit). The caller checks finiteness first.
+// Depends on: core.
 #pragma once
 
 #include <cstddef>

@@ -9,6 +9,7 @@
 //   // everywhere else: PTQ_KERNELS_EXTERN_AVX2 (declares it extern), then
 //   const ptq::kernels::kernel_set k =
 //   ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

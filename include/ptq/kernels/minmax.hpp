@@ -1,5 +1,6 @@
 // Per-tensor min/max with NaN/Inf detection, absmax, and their per-row forms. Each SIMD kernel
 // is a template on the xsimd arch; the scalar reference beside it defines the result.
+// Depends on: core.
 #pragma once
 
 #include <cfloat>

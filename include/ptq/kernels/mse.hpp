@@ -19,6 +19,7 @@
 // The kernel handles one block; callers cut the data into cache-resident blocks, run all
 // candidates over each block, and add the per-block sums in block order (see ifmr.hpp), which
 // makes the result independent of the thread count.
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 //     q = clamp(nearbyint(x / scale) + offset, qmin, qmax)       (float32, ties to even)
 //     fake_quant: out = (q - offset) * scale;   quantize: out = int(q)
 // `out` may alias `x` for fake_quant (in-place). Caller checks finiteness and scale > 0.
+// Depends on: core.
 #pragma once
 
 #include <cmath>

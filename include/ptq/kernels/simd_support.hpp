@@ -1,6 +1,7 @@
 // Small xsimd 8.1 helpers shared by the kernels: horizontal finishes (xsimd 8.1 has no
 // reduce_max / reduce_add), float -> double widening per ISA, and the fixed "virtual lane" width
-// that keeps summation order identical on every arch. Depends on xsimd only.
+// that keeps summation order identical on every arch.
+// Depends on: core and xsimd.
 #pragma once
 
 #include <xsimd/xsimd.hpp>

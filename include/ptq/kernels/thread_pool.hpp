@@ -15,6 +15,7 @@
 // Calls from inside a running task (nested parallelism) and calls from a second user thread
 // while the pool is busy run on the calling thread alone, which gives the same results; the pool
 // never blocks one caller behind another's work.
+// Depends on: core.
 #pragma once
 
 #include <atomic>

@@ -3,6 +3,7 @@
 // nth_element, not a sort: for 0.999999 of 16M floats (k = 17) nearly every batch is rejected by
 // one compare. The result is a value of the input, so every correct method gives the same bits; the
 // scalar reference is nth_element on a copy.
+// Depends on: core.
 #pragma once
 
 #include <algorithm>

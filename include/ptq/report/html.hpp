@@ -5,7 +5,8 @@
 // ranking with a `skip_layers` line to paste, then one section per layer with its activation
 // histogram, search curve, weight scales and DMQ factors. Sizes stay small (docs/report.md):
 // 128 histogram bins, at most 240 points per search curve and 256 bars per weight chart, so a
-// layer is ~10 KB and a 100-layer model well under 3 MB. Depends on report.hpp.
+// layer is ~10 KB and a 100-layer model well under 3 MB.
+// Depends on: core and detail.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +20,7 @@
 
 #include "ptq/core/abi.hpp"
 #include "ptq/detail/svg_plot.hpp"
-#include "ptq/report/report.hpp"
+#include "ptq/report/report_data.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

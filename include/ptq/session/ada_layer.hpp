@@ -1,14 +1,14 @@
 // From a session layer to an AdaRound problem: the layer geometry from its description and an
 // input batch, and the samples (divided by the DMQ factors), solved by the layer's calibrator.
-// Depends on the algorithms layer and the session's layer (session_layer.hpp: the DMQ division).
+// Depends on: core and algorithms.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/ada.hpp"
-#include "ptq/algorithms/layer_compute.hpp"
+#include "ptq/algorithms/layer/layer_compute.hpp"
+#include "ptq/algorithms/weights/ada.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/layer.hpp"
 #include "ptq/session/session_layer.hpp"

@@ -4,8 +4,8 @@
 // result bit for bit. IFMR's percentile ranks need the element count before pass 1: the session
 // takes batch_num times the first batch's count, so every batch of a layer must have the same
 // element count (E803 otherwise; `ptq observe --memory bounded` counts the files and has no such
-// rule). And the order-invariant mode's HFMG histogram. Depends on the algorithms and
-// session_layer.hpp.
+// rule). And the order-invariant mode's HFMG histogram.
+// Depends on: core and algorithms.
 #pragma once
 
 #include <cstddef>
@@ -15,13 +15,13 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/invariant_histogram.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/activations/invariant_histogram.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/session/checks.hpp"
-#include "ptq/session/options.hpp"
 #include "ptq/session/session_layer.hpp"
+#include "ptq/session/session_options.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

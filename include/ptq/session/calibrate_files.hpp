@@ -8,7 +8,8 @@
 // (the same shape, `data` pointing into the source) has its read-only inputs read in place, and
 // one with `stored(name)` (`shape` and `values`, a ptq::stored_values) has its float16 batches
 // converted a block at a time as they are observed.
-// Every error names the file it comes from (error::path). Depends on the session.
+// Every error names the file it comes from (error::path).
+// Depends on: core and kernels.
 #pragma once
 
 #include <cmath>
@@ -22,7 +23,7 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/kernels/kernel_set.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 #include "ptq/session/shard_exchange.hpp"
 
 namespace ptq {

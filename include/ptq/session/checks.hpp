@@ -1,6 +1,6 @@
 // The session's checks of what an engine hands it: a layer description (at creation, E801) and
-// an input tensor of a layer (at every feed, E803), each message naming the layer. Depends on
-// the algorithms' tensor geometry and the session's layer description.
+// an input tensor of a layer (at every feed, E803), each message naming the layer.
+// Depends on: core and algorithms.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "ptq/algorithms/conv_bn_fusion.hpp"
-#include "ptq/algorithms/tensor.hpp"
+#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
+#include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/session/layer.hpp"

@@ -1,6 +1,7 @@
 // How an inference engine describes its quantizable layers to a calibration session: type,
 // weights (xtensor, native PyTorch layout), conv attributes, a following BatchNorm and the
-// following activation. Depends on the config layer's layer types and xtensor.
+// following activation.
+// Depends on: core, config, algorithms and xtensor.
 #pragma once
 
 #include <xtensor/xarray.hpp>
@@ -11,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "ptq/algorithms/activation_fn.hpp"
-#include "ptq/algorithms/conv_bn_fusion.hpp"
+#include "ptq/algorithms/layer/activation_fn.hpp"
+#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/core/abi.hpp"
 

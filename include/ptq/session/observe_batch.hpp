@@ -3,7 +3,7 @@
 // options say. The input is float32 (tensor_ref) or values as a file stores them
 // (stored_tensor_ref); float16 goes a block at a time into the one-pass observer, and is
 // converted whole, into a buffer the caller reuses, only for the paths that need it so.
-// Depends on the session's per-layer phases and its activation memory modes.
+// Depends on: core and algorithms.
 #pragma once
 
 #include <cstddef>
@@ -11,15 +11,15 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/stored_batch.hpp"
-#include "ptq/algorithms/tensor.hpp"
+#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
-#include "ptq/session/options.hpp"
 #include "ptq/session/phases.hpp"
 #include "ptq/session/session_layer.hpp"
+#include "ptq/session/session_options.hpp"
 #include "ptq/session/sharded_activations.hpp"
 
 namespace ptq {

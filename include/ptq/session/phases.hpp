@@ -1,9 +1,9 @@
 // The work of each session phase on one layer, as free functions: Conv+BN fusion, the DMQ
 // factors, the weight quantization (ARQ at once, AdaRound from samples) and one activation
-// batch, and the record of the calibrated layers. calibration_session (session.hpp) checks the
-// order of the calls and reports progress; these do the numbers, through the layer's
+// batch, and the record of the calibrated layers. calibration_session (calibration_session.hpp)
+// checks the order of the calls and reports progress; these do the numbers, through the layer's
 // calibrator (no algorithm enum is tested here).
-// Depends on the algorithms and the session's layer state.
+// Depends on: core and algorithms.
 #pragma once
 
 #include <algorithm>
@@ -15,18 +15,18 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/activation.hpp"
-#include "ptq/algorithms/arq.hpp"
-#include "ptq/algorithms/conv_bn_fusion.hpp"
-#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/activations/activation.hpp"
+#include "ptq/algorithms/activations/dmq.hpp"
+#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
-#include "ptq/algorithms/stored_batch.hpp"
+#include "ptq/algorithms/weights/arq.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/session/ada_layer.hpp"
 #include "ptq/session/checks.hpp"
-#include "ptq/session/options.hpp"
 #include "ptq/session/record.hpp"
 #include "ptq/session/session_layer.hpp"
+#include "ptq/session/session_options.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -1,6 +1,7 @@
 // The toolkit's record file (`ScaleOffsetRecord`, protobuf text; docs/calibrate.md): the model, the
 // writer (fields in field-number order, floats as the toolkit prints them) and the reader with
-// the toolkit's checks. Standard library only; reuses the config layer's lexer for `line:col`.
+// the toolkit's checks. Reuses the prototext lexer for `line:col`.
+// Depends on: core, detail and prototext.
 #pragma once
 
 #include <algorithm>
@@ -14,13 +15,13 @@
 #include <utility>
 #include <vector>
 
-#include "ptq/config/diagnostics.hpp"
-#include "ptq/config/text_binder.hpp"
-#include "ptq/config/text_tree.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/detail/find.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/detail/text_escape.hpp"
+#include "ptq/prototext/diagnostics.hpp"
+#include "ptq/prototext/text_binder.hpp"
+#include "ptq/prototext/text_tree.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

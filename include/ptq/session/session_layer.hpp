@@ -2,7 +2,7 @@
 // fake-quantized as the phases go), its resolved config entry, its algorithms and activation
 // mode state, and what each phase produced; and the one helper that divides an input by the
 // layer's DMQ factors.
-// Depends on the algorithms (the layer calibrator) and the session's layer description.
+// Depends on: core, config and algorithms (the layer calibrator).
 #pragma once
 
 #include <cmath>
@@ -13,13 +13,13 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/activation.hpp"
-#include "ptq/algorithms/arq.hpp"
-#include "ptq/algorithms/dmq.hpp"
-#include "ptq/algorithms/invariant_histogram.hpp"
+#include "ptq/algorithms/activations/activation.hpp"
+#include "ptq/algorithms/activations/dmq.hpp"
+#include "ptq/algorithms/activations/invariant_histogram.hpp"
+#include "ptq/algorithms/activations/search_stats.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
-#include "ptq/algorithms/search_stats.hpp"
-#include "ptq/algorithms/two_pass_observer.hpp"
+#include "ptq/algorithms/scale_out/two_pass_observer.hpp"
+#include "ptq/algorithms/weights/arq.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"

@@ -1,6 +1,7 @@
 // The exchange of a sharded session's activation states (docs/scale-out.md): this rank's
 // states travel to rank 0, which merges them, and every rank adopts the merge; over any `Comm`
-// (ptq/core/shard_reduce.hpp), such as ptq::mpi_comm (ptq/mpi.hpp). Depends on the session.
+// (ptq/core/shard_reduce.hpp), such as ptq::mpi_comm (ptq/mpi.hpp).
+// Depends on: core.
 #pragma once
 
 #include <string>
@@ -9,7 +10,7 @@
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/shard_reduce.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

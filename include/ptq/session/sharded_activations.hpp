@@ -4,8 +4,8 @@
 // adopts the merge. After pass 1 that is the merged pass-1 state (so every rank plans the same
 // pass 2), after pass 2 the finalized activation parameters. The states are keyed by the global
 // batch index and reduce in one canonical order, so the result is the one-process run's bit for
-// bit for every R, including ranks without batches. Depends on the algorithms and the session
-// layer.
+// bit for every R, including ranks without batches.
+// Depends on: core and algorithms.
 #pragma once
 
 #include <cstddef>
@@ -17,13 +17,13 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/two_pass_exchange.hpp"
+#include "ptq/algorithms/scale_out/two_pass_exchange.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/wire.hpp"
 #include "ptq/session/bounded_activations.hpp"
-#include "ptq/session/options.hpp"
 #include "ptq/session/session_layer.hpp"
+#include "ptq/session/session_options.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "dmq_fold.hpp"
-#include "ptq/algorithms/conv_bn_fusion.hpp"
+#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/kernels/quantize.hpp"
 
 namespace ptq_cli::onnx_tool {

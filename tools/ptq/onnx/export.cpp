@@ -12,10 +12,10 @@
 #include "../onnx_export.hpp"
 #include "calibrated.hpp"
 #include "match.hpp"
-#include "ptq/algorithms/dmq.hpp"
+#include "ptq/algorithms/activations/dmq.hpp"
 #include "ptq/config.hpp"
 #include "ptq/export/symmetric.hpp"
-#include "ptq/session/session.hpp"
+#include "ptq/session/calibration_session.hpp"
 #include "qdq.hpp"
 
 namespace ptq_cli {

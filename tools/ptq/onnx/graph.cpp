@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "../input_files.hpp"
-#include "ptq/core/read_file.hpp"
+#include "ptq/io/read_file.hpp"
 
 namespace ptq_cli::onnx_tool {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graph.hpp"
-#include "ptq/session/manifest.hpp"
+#include "ptq/session/model_manifest.hpp"
 
 namespace ptq_cli::onnx_tool {
 

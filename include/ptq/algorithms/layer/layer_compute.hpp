@@ -1,0 +1,343 @@
+// The layer arithmetic of AdaRound (docs/ada.md, Optimisation): forward pass and weight gradient of
+// Linear, Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set (im2col / col2im
+// for the convolutions). Results are bit-identical for every thread count: threads only split the
+// GEMM outputs into independent tiles (each C element is computed by one GEMM call, whatever the
+// tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
+// along the GEMM's k axis (samples concatenated), so it has one fixed order.
+// The GEMM tiles and their threads are gemm_tasks.hpp.
+// Depends on: core and kernels.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "ptq/algorithms/layer/gemm_tasks.hpp"
+#include "ptq/algorithms/layer/im2col.hpp"
+#include "ptq/algorithms/layer/layer_geometry.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Forward and weight gradient of one layer. Workspaces live in the object and are reused, so
+/// after the first call of a given minibatch size no call allocates. Not for concurrent use:
+/// one object per calling thread.
+class layer_compute {
+ public:
+  /// `threads` 0 or 1 = the calling thread only. Check status() before use.
+  explicit layer_compute(const layer_geometry& g, unsigned threads = 1,
+                         const kernels::kernel_set& k = kernels::default_kernels())
+      : g_(g), status_(validate_geometry(g)), k_(k), tasks_(k, threads) {
+    if (status_.ok()) {
+      oh_ = output_h(g);
+      ow_ = output_w(g);
+    }
+  }
+
+  /// Whether the geometry is valid (validate_geometry); forward / weight_grad return it if not.
+  [[nodiscard]] const result<>& status() const noexcept { return status_; }
+  [[nodiscard]] const layer_geometry& geometry() const noexcept { return g_; }
+  [[nodiscard]] std::size_t out_h() const noexcept { return oh_; }
+  [[nodiscard]] std::size_t out_w() const noexcept { return ow_; }
+  [[nodiscard]] std::size_t input_size() const noexcept { return ptq::input_size(g_); }
+  [[nodiscard]] std::size_t output_size() const noexcept { return ptq::output_size(g_); }
+  [[nodiscard]] std::size_t weight_size() const noexcept { return ptq::weight_size(g_); }
+  [[nodiscard]] unsigned threads() const noexcept { return tasks_.threads(); }
+  void set_threads(unsigned threads) noexcept { tasks_.set_threads(threads); }
+
+  /// y[n, output_size()] = layer(x[n, input_size()]) with weight w (PyTorch layout) and bias
+  /// (out_channels values, or nullptr). y must not overlap x, w or bias.
+  [[nodiscard]] result<> forward(const float* x, std::size_t n, const float* w, const float* bias,
+                                 float* y) {
+    if (!status_.ok())
+      return status_;
+    tasks_.clear();
+    switch (g_.type) {
+      case layer_type::linear:
+        forward_linear(x, n, w, bias, y);
+        break;
+      case layer_type::conv2d:
+        forward_conv(x, n, w, bias, y);
+        break;
+      default:
+        forward_conv_transpose(x, n, w, bias, y);
+        break;
+    }
+    return {};
+  }
+
+  /// dw[weight_size()] = d(sum dy·y)/dw over the n samples, for y = forward(x) (the bias does not
+  /// matter). dw is overwritten; it must not overlap x or dy.
+  [[nodiscard]] result<> weight_grad(const float* x, std::size_t n, const float* dy, float* dw) {
+    if (!status_.ok())
+      return status_;
+    tasks_.clear();
+    switch (g_.type) {
+      case layer_type::linear:
+        weight_grad_linear(x, n, dy, dw);
+        break;
+      case layer_type::conv2d:
+        weight_grad_conv(x, n, dy, dw);
+        break;
+      default:
+        weight_grad_conv_transpose(x, n, dy, dw);
+        break;
+    }
+    return {};
+  }
+
+ private:
+  /// cat[c][s*plane + p] = src[s][c][p]: samples side by side, so a GEMM's k axis runs over
+  /// all of them in sample order.
+  void concat_samples(const float* src, std::size_t n, std::size_t channels, std::size_t plane) {
+    cat_.resize(n * channels * plane);
+    float* cat = cat_.data();
+    tasks_.run_blocks(n, [=](std::size_t s, std::size_t) {
+      for (std::size_t c = 0; c < channels; ++c) {
+        std::memcpy(cat + c * n * plane + s * plane, src + (s * channels + c) * plane,
+                    plane * sizeof(float));
+      }
+    });
+  }
+
+  /// The window geometry of the convolution: for Conv2d over its input, for ConvTranspose2d over
+  /// its output (the adjoint convolution), per group.
+  [[nodiscard]] window_geometry windows() const noexcept {
+    window_geometry w;
+    const bool conv = g_.type == layer_type::conv2d;
+    w.channels = (conv ? g_.in_channels : g_.out_channels) / g_.groups;
+    w.img_h = conv ? g_.in_h : oh_;
+    w.img_w = conv ? g_.in_w : ow_;
+    w.kernel_h = g_.kernel_h;
+    w.kernel_w = g_.kernel_w;
+    w.stride_h = g_.stride_h;
+    w.stride_w = g_.stride_w;
+    w.pad_h = g_.pad_h;
+    w.pad_w = g_.pad_w;
+    w.dilation_h = g_.dilation_h;
+    w.dilation_w = g_.dilation_w;
+    w.out_h = conv ? oh_ : g_.in_h;
+    w.out_w = conv ? ow_ : g_.in_w;
+    return w;
+  }
+
+  /// col_[grp][rows, n*P] = im2col of every sample's group grp of `img` ([n, C, H, W]).
+  void gather(const float* img, std::size_t n) {
+    const window_geometry w = windows();
+    const std::size_t plane = w.img_h * w.img_w, P = w.out_h * w.out_w;
+    const std::size_t rows = w.channels * w.kernel_h * w.kernel_w, ld = n * P;
+    const std::size_t groups = g_.groups, cimg = w.channels * groups;
+    col_.resize(groups * rows * ld);
+    float* col = col_.data();
+    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+      const std::size_t s = b / groups, grp = b % groups;
+      im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P, ld);
+    });
+  }
+
+  void forward_linear(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    kernels::gemm_problem p;  // Y[n, cout] = X[n, cin] · W^T
+    p.m = n;
+    p.n = g_.out_channels;
+    p.k = g_.in_channels;
+    p.a = x;
+    p.lda = g_.in_channels;
+    p.b = w;
+    p.ldb = g_.in_channels;
+    p.trans_b = true;
+    p.c = y;
+    p.ldc = g_.out_channels;
+    tasks_.add(p, nullptr, bias, 1);
+    tasks_.run();
+  }
+
+  void weight_grad_linear(const float* x, std::size_t n, const float* dy, float* dw) {
+    kernels::gemm_problem p;  // dW[cout, cin] = dY^T[cout, n] · X[n, cin]
+    p.m = g_.out_channels;
+    p.n = g_.in_channels;
+    p.k = n;
+    p.a = dy;
+    p.lda = g_.out_channels;
+    p.trans_a = true;
+    p.b = x;
+    p.ldb = g_.in_channels;
+    p.c = dw;
+    p.ldc = g_.in_channels;
+    tasks_.add(p, nullptr, nullptr, 1);
+    tasks_.run();
+  }
+
+  /// Small images (the im2col of all samples fits in grad_chunk_floats): one GEMM per group over
+  /// all samples side by side, then a copy into [n, cout, P]. Otherwise one task per (sample,
+  /// group), its im2col in the thread's buffer, still in cache when the GEMM reads it. Both
+  /// compute each output as the same k-ordered sum, so they give the same bits.
+  void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    const window_geometry win = windows();
+    const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
+    const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
+    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w;
+    if (groups * kdim * n * P <= grad_chunk_floats) {
+      forward_conv_batched(x, n, w, bias, y);
+      return;
+    }
+    tasks_.prepare(n * groups, kdim * P);
+    tasks_.run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
+      const std::size_t s = blk / groups, grp = blk % groups;
+      float* col = tasks_.thread_col(t);
+      im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P);
+      kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col[kdim, P]
+      p.m = cout_g;
+      p.n = P;
+      p.k = kdim;
+      p.a = w + grp * cout_g * kdim;
+      p.lda = kdim;
+      p.b = col;
+      p.ldb = P;
+      p.c = y + (s * g_.out_channels + grp * cout_g) * P;
+      p.ldc = P;
+      if (bias != nullptr) {
+        for (std::size_t i = 0; i < cout_g; ++i)
+          std::fill(p.c + i * P, p.c + (i + 1) * P, bias[grp * cout_g + i]);
+        p.accumulate = true;
+      }
+      k_.gemm(p, tasks_.gemm_workspace(t));
+    });
+  }
+
+  void forward_conv_batched(const float* x, std::size_t n, const float* w, const float* bias,
+                            float* y) {
+    const std::size_t groups = g_.groups, cout_g = g_.out_channels / groups, P = oh_ * ow_;
+    const std::size_t kdim = (g_.in_channels / groups) * g_.kernel_h * g_.kernel_w, ld = n * P;
+    gather(x, n);
+    cat_.resize(g_.out_channels * ld);
+    tasks_.clear();
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // Ycat_g[cout_g, n*P] = W_g[cout_g, kdim] · col_g[kdim, n*P]
+      p.m = cout_g;
+      p.n = ld;
+      p.k = kdim;
+      p.a = w + grp * cout_g * kdim;
+      p.lda = kdim;
+      p.b = col_.data() + grp * kdim * ld;
+      p.ldb = ld;
+      p.c = cat_.data() + grp * cout_g * ld;
+      p.ldc = ld;
+      tasks_.add(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, groups);
+    }
+    tasks_.run();
+    const float* cat = cat_.data();
+    const std::size_t cout = g_.out_channels;
+    tasks_.run_blocks(n, [=](std::size_t s, std::size_t) {
+      for (std::size_t c = 0; c < cout; ++c)
+        std::memcpy(y + (s * cout + c) * P, cat + c * ld + s * P, P * sizeof(float));
+    });
+  }
+
+  /// Samples gathered per chunk of the weight gradient (about 4 MB of im2col, so it stays in
+  /// the last-level cache between the gather and the GEMMs).
+  static constexpr std::size_t grad_chunk_floats = std::size_t{1} << 20;
+
+  /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · col_s,g^T, where col is the im2col of
+  /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels = m·groups.
+  /// Per chunk of samples, A is laid side by side like col and one GEMM per group runs with the
+  /// samples along k, continuing the sums in dw from the chunk before: every dw element is one
+  /// k-ordered sum over all samples, whatever the chunking and the thread count.
+  void weight_grad_chunked(const float* img, const float* a, std::size_t a_channels, std::size_t n,
+                           float* dw) {
+    const window_geometry win = windows();
+    const std::size_t groups = g_.groups, m = a_channels / groups;
+    const std::size_t P = win.out_h * win.out_w,
+                      img_sample = win.channels * groups * win.img_h * win.img_w;
+    const std::size_t kdim = win.channels * win.kernel_h * win.kernel_w;
+    if (n == 0) {
+      std::fill(dw, dw + groups * m * kdim, 0.0f);
+      return;
+    }
+    std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / (groups * kdim * P));
+    // A whole number of samples per thread, so that the gathers spread evenly.
+    if (chunk > tasks_.threads())
+      chunk -= chunk % tasks_.threads();
+    for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
+      const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
+      gather(img + s0 * img_sample, cnt);
+      concat_samples(a + s0 * a_channels * P, cnt, a_channels, P);
+      tasks_.clear();
+      for (std::size_t grp = 0; grp < groups; ++grp) {
+        kernels::gemm_problem p;  // dw_g[m, kdim] (+)= Acat_g[m, cnt*P] · col_g[kdim, cnt*P]^T
+        p.m = m;
+        p.n = kdim;
+        p.k = ld;
+        p.a = cat_.data() + grp * m * ld;
+        p.lda = ld;
+        p.b = col_.data() + grp * kdim * ld;
+        p.ldb = ld;
+        p.trans_b = true;
+        p.c = dw + grp * m * kdim;
+        p.ldc = kdim;
+        p.accumulate = s0 > 0;
+        tasks_.add(p, nullptr, nullptr, groups);
+      }
+      tasks_.run();
+    }
+  }
+
+  void weight_grad_conv(const float* x, std::size_t n, const float* dy, float* dw) {
+    weight_grad_chunked(x, dy, g_.out_channels, n, dw);
+  }
+
+  void forward_conv_transpose(const float* x, std::size_t n, const float* w, const float* bias,
+                              float* y) {
+    const std::size_t groups = g_.groups, cin_g = g_.in_channels / groups,
+                      cout_g = g_.out_channels / groups, HW = g_.in_h * g_.in_w;
+    const std::size_t rows = cout_g * g_.kernel_h * g_.kernel_w, ld = n * HW;
+    concat_samples(x, n, g_.in_channels, HW);
+    col_.resize(groups * rows * ld);
+    for (std::size_t grp = 0; grp < groups; ++grp) {
+      kernels::gemm_problem p;  // cols_g[rows, n*HW] = W_g^T[rows, cin_g] · Xcat_g[cin_g, n*HW]
+      p.m = rows;
+      p.n = ld;
+      p.k = cin_g;
+      p.a = w + grp * cin_g * rows;
+      p.lda = rows;
+      p.trans_a = true;
+      p.b = cat_.data() + grp * cin_g * ld;
+      p.ldb = ld;
+      p.c = col_.data() + grp * rows * ld;
+      p.ldc = ld;
+      tasks_.add(p, nullptr, nullptr, groups);
+    }
+    tasks_.run();
+    const window_geometry win = windows();
+    const std::size_t P = oh_ * ow_;
+    const float* col = col_.data();
+    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+      const std::size_t s = b / groups, grp = b % groups;
+      float* img = y + (s * g_.out_channels + grp * cout_g) * P;
+      for (std::size_t c = 0; c < cout_g; ++c) {
+        const float v = bias == nullptr ? 0.0f : bias[grp * cout_g + c];
+        std::fill(img + c * P, img + (c + 1) * P, v);
+      }
+      col2im(win, col + grp * rows * ld + s * HW, ld, img);
+    });
+  }
+
+  void weight_grad_conv_transpose(const float* x, std::size_t n, const float* dy, float* dw) {
+    // The windows of dy that each input pixel of the transpose feeds, against x.
+    weight_grad_chunked(dy, x, g_.in_channels, n, dw);
+  }
+
+  layer_geometry g_;
+  result<> status_;
+  kernels::kernel_set k_;
+  std::size_t oh_ = 0;
+  std::size_t ow_ = 0;
+  gemm_task_runner tasks_;
+  std::vector<float> col_;  // im2col of a chunk of samples (or the transpose's GEMM output)
+  std::vector<float> cat_;  // samples side by side
+};
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

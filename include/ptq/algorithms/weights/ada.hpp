@@ -1,0 +1,357 @@
+// ADA (AdaRound) weight quantization (docs/ada.md): the KL initial scale, then per weight a learned
+// choice between rounding down and up, so that act(layer(x)) with the quantized weight stays
+// close to the float layer's output on the caller's samples. Adam on α only; the rounding
+// regulariser with the annealed β starts after the warm start; the rounding is made hard at the
+// end (h ≥ 0.5 rounds up: ptq's decision where the toolkit writes the soft weight; docs/ada.md).
+//
+// Deterministic: minibatches come from a seeded std::mt19937_64, every reduction has a fixed
+// order, and threads only split independent work, so a seed gives bit-identical weights on every
+// run and thread count.
+// Depends on: core and kernels.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptq/algorithms/layer/activation_fn.hpp"
+#include "ptq/algorithms/layer/layer_compute.hpp"
+#include "ptq/algorithms/weights/ada_kl.hpp"
+#include "ptq/algorithms/weights/ada_rounding.hpp"
+#include "ptq/algorithms/weights/arq.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+/// Progress of one AdaRound optimisation (reported every `ada_settings::report_every` iterations
+/// and after the last).
+struct ada_progress {
+  std::size_t iteration = 0;  ///< iterations done
+  std::size_t total = 0;      ///< num_iteration
+  double recon_loss = 0.0;    ///< reconstruction loss of the last minibatch
+  double round_loss = 0.0;    ///< rounding regulariser of the last iteration (0 in warm start)
+};
+
+/// ADA settings (JSON `weight_quant_params` of an ada layer, plus the run's own options).
+struct ada_settings {
+  unsigned num_iteration = 10000;
+  float reg_param = 0.01f;
+  float beta_range_start = 20.0f;
+  float beta_range_end = 2.0f;
+  float warm_start = 0.2f;
+  bool channel_wise = true;
+  std::uint64_t seed = 0;       ///< minibatch generator seed
+  std::size_t batch_size = 32;  ///< the toolkit's fixed minibatch
+  adam_params adam{};           ///< the toolkit uses torch's defaults (lr 1e-3)
+  unsigned threads = 1;         ///< results do not depend on it
+  /// The iterations use `threads` only from this many multiply-adds per minibatch forward: below
+  /// it, handing the pool its work (several calls per iteration) costs more than it saves.
+  std::size_t parallel_madds = std::size_t{1} << 20;
+  std::size_t report_every = 100;
+  std::function<void(const ada_progress&)> on_progress;
+};
+
+/// One AdaRound layer and its data. `input` holds `samples` per-sample inputs (the layer's input
+/// with the earlier layers quantized); `target` the matching act(float layer) outputs, or null
+/// to compute them from `input` with the float weight (what `ptq calibrate --ada-data` does).
+struct ada_problem {
+  std::string name = "layer";
+  layer_geometry geometry;
+  const float* weight = nullptr;  ///< native PyTorch layout, float (fused, DMQ-balanced)
+  const float* bias = nullptr;    ///< [Cout] or null
+  activation_desc activation;
+  const float* input = nullptr;
+  const float* target = nullptr;
+  std::size_t samples = 0;
+};
+
+struct ada_result {
+  weight_quant_result params;  ///< scale_w (KL initial scale), offset_w = 0, 8 bits
+  std::vector<float> weight;   ///< the fake-quantized weight with the learned hard rounding
+  std::size_t rounded_up = 0;  ///< weights rounded up (h ≥ 0.5)
+  std::size_t changed = 0;     ///< weights whose rounding differs from round-to-nearest
+};
+
+/// The weight's shape in PyTorch layout (Linear [Cout, Cin], Conv2d [Cout, Cin/g, kh, kw],
+/// ConvTranspose2d [Cin, Cout/g, kh, kw]).
+[[nodiscard]] inline std::vector<std::size_t> weight_shape(const layer_geometry& g) {
+  if (g.type == layer_type::linear)
+    return {g.out_channels, g.in_channels};
+  if (g.type == layer_type::conv_transpose2d)
+    return {g.in_channels, g.out_channels / g.groups, g.kernel_h, g.kernel_w};
+  return {g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
+}
+
+namespace detail {
+
+// The per-element state of the optimisation. `base` = floor(W/s), `scale` = s of the element's
+// output channel.
+struct ada_state {
+  std::vector<float> base;
+  std::vector<float> scale;
+  std::vector<float> alpha;
+  std::vector<float> m;
+  std::vector<float> v;
+  std::vector<float> sig;  // sigmoid(α) of the current iteration (reused by the backward step)
+};
+
+// Blocks of the element-wise passes: fixed-size, so the regulariser's sum (per block, then in
+// block order) does not depend on the thread count.
+inline constexpr std::size_t ada_block = 16384;
+
+inline kernels::ada_arrays arrays_at(ada_state& st, std::size_t offset) noexcept {
+  return {st.base.data() + offset, st.scale.data() + offset, st.alpha.data() + offset,
+          st.m.data() + offset,    st.v.data() + offset,     st.sig.data() + offset};
+}
+
+// W_soft = clamp(base + h(α), −128, 127)·s; stores sigmoid(α) for the step.
+inline void ada_soft_weight(ada_state& st, float* w, const kernels::kernel_set& k,
+                            unsigned threads) {
+  const std::size_t n = st.alpha.size();
+  kernels::parallel_blocks((n + ada_block - 1) / ada_block, threads, [&](std::size_t b) {
+    const std::size_t begin = b * ada_block;
+    k.ada_soft_weight(arrays_at(st, begin), std::min(n, begin + ada_block) - begin, w + begin);
+  });
+}
+
+// ∂loss/∂α for every weight and one Adam step; returns the rounding regulariser's value.
+inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_step_params& p,
+                         const kernels::kernel_set& k, unsigned threads) {
+  const std::size_t n = st.alpha.size();
+  const std::size_t nblocks = (n + ada_block - 1) / ada_block;
+  std::vector<double> partial(nblocks, 0.0);
+  kernels::parallel_blocks(nblocks, threads, [&](std::size_t b) {
+    const std::size_t begin = b * ada_block;
+    partial[b] =
+        k.ada_step(arrays_at(st, begin), std::min(n, begin + ada_block) - begin, grad_w + begin, p);
+  });
+  double total = 0.0;
+  for (double v : partial)
+    total += v;
+  return static_cast<double>(p.reg_param) * total;
+}
+
+}  // namespace detail
+
+/// The reconstruction loss of the toolkit, Σ‖act(layer(x)) − target‖² over channels, averaged
+/// over samples and positions, of weight `w` on all `p.samples` samples (in chunks of
+/// `chunk` samples; summed in double).
+[[nodiscard]] inline result<double> ada_reconstruction_loss(
+    const ada_problem& p, const float* w, const float* target,
+    const kernels::kernel_set& k = kernels::default_kernels(), unsigned threads = 1,
+    std::size_t chunk = 64) {
+  layer_compute lc(p.geometry, threads, k);
+  const std::size_t in = input_size(p.geometry);
+  const std::size_t out = output_size(p.geometry);
+  const std::size_t spatial = out / p.geometry.out_channels;
+  std::vector<float> y(chunk * out);
+  double sum = 0.0;
+  for (std::size_t s0 = 0; s0 < p.samples; s0 += chunk) {
+    const std::size_t nb = std::min(chunk, p.samples - s0);
+    if (auto st = lc.forward(p.input + s0 * in, nb, w, p.bias, y.data()); !st)
+      return st.error();
+    if (auto st = activation_forward(p.activation, y.data(), y.data(), nb, p.geometry.out_channels,
+                                     spatial);
+        !st) {
+      return st.error();
+    }
+    const float* t = target + s0 * out;
+    for (std::size_t i = 0; i < nb * out; ++i) {
+      const double d = static_cast<double>(y[i]) - static_cast<double>(t[i]);
+      sum += d * d;
+    }
+  }
+  return sum / static_cast<double>(p.samples * spatial);
+}
+
+/// act(layer(input)) with the float weight: the AdaRound target of `p` on its own samples.
+[[nodiscard]] inline result<std::vector<float>> ada_float_target(
+    const ada_problem& p, const kernels::kernel_set& k = kernels::default_kernels(),
+    unsigned threads = 1) {
+  layer_compute lc(p.geometry, threads, k);
+  const std::size_t out = output_size(p.geometry);
+  const std::size_t spatial = out / p.geometry.out_channels;
+  std::vector<float> y(p.samples * out);
+  if (auto st = lc.forward(p.input, p.samples, p.weight, p.bias, y.data()); !st)
+    return st.error();
+  if (auto st = activation_forward(p.activation, y.data(), y.data(), p.samples,
+                                   p.geometry.out_channels, spatial);
+      !st) {
+    return st.error();
+  }
+  return y;
+}
+
+/// AdaRound of one layer (docs/ada.md): KL scales, then `num_iteration` Adam steps on α over
+/// minibatches, then hard rounding. Errors: bad geometry or activation, missing or non-finite
+/// data, bad settings, a non-finite loss.
+[[nodiscard]] inline result<ada_result> ada_round(
+    const ada_problem& p, const ada_settings& s,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  const auto fail = [&](std::string what) {
+    return make_error(errc::invalid_argument, p.name + ": " + std::move(what));
+  };
+  if (auto st = validate_geometry(p.geometry); !st)
+    return make_error(st.error().code, p.name + ": " + st.error().message);
+  if (auto st = check_activation(p.activation, p.geometry.out_channels); !st)
+    return make_error(st.error().code, p.name + ": " + st.error().message);
+  if (!(s.reg_param >= 0.0f) || !std::isfinite(s.reg_param))
+    return fail("reg_param must be finite and >= 0");
+  if (!(s.warm_start >= 0.0f && s.warm_start <= 1.0f))
+    return fail("warm_start must be in [0, 1]");
+  if (!std::isfinite(s.beta_range_start) || !std::isfinite(s.beta_range_end) ||
+      s.beta_range_start <= 0.0f || s.beta_range_end <= 0.0f) {
+    return fail("beta_range_start and beta_range_end must be finite and > 0");
+  }
+  if (s.batch_size == 0)
+    return fail("batch_size must be > 0");
+  if (!p.weight)
+    return fail("no weight");
+  if (s.num_iteration > 0 && (p.samples == 0 || !p.input))
+    return fail("AdaRound needs input samples (none given)");
+
+  const layer_geometry& geo = p.geometry;
+  const std::vector<std::size_t> wshape = weight_shape(geo);
+  const tensor_ref wref{p.weight, wshape, p.name + ".weight"};
+  const std::size_t groups = geo.type == layer_type::linear ? 1 : geo.groups;
+  auto scales = ada_kl_calibrate(wref, geo.type, groups, s.channel_wise, k);
+  if (!scales)
+    return scales.error();
+  const std::size_t nw = wref.size();
+
+  detail::ada_state st;
+  st.scale.resize(nw);  // the scale of each weight's output channel
+  if (auto e = detail::for_each_channel_run(
+          wshape, geo.type, groups, scales.value(), wref.name,
+          [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
+            std::fill_n(st.scale.begin() + static_cast<std::ptrdiff_t>(off), len, qz.scale);
+          });
+      !e) {
+    return e.error();
+  }
+  st.base.resize(nw);
+  st.alpha.resize(nw);
+  st.m.assign(nw, 0.0f);
+  st.v.assign(nw, 0.0f);
+  st.sig.resize(nw);
+  for (std::size_t i = 0; i < nw; ++i) {
+    const float r = p.weight[i] / st.scale[i];
+    const float f = std::floor(r);
+    st.base[i] = f;
+    st.alpha[i] = ada_alpha_init(r - f);
+  }
+
+  if (s.num_iteration > 0) {
+    const std::size_t in = input_size(geo);
+    const std::size_t out = output_size(geo);
+    const std::size_t spatial = out / geo.out_channels;
+    if (auto c = checked_minmax(p.name + " input", p.input, p.samples * in, k.minmax); !c)
+      return c.error();
+    std::vector<float> own_target;
+    const float* target = p.target;
+    if (!target) {
+      auto t = ada_float_target(p, k, s.threads);
+      if (!t)
+        return t.error();
+      own_target = std::move(t).value();
+      target = own_target.data();
+    }
+    if (auto c = checked_minmax(p.name + " target", target, p.samples * out, k.minmax); !c)
+      return c.error();
+
+    const std::size_t batch = std::min(s.batch_size, p.samples);
+    const std::size_t madds = batch * nw * (out / geo.out_channels);
+    const unsigned threads = madds >= s.parallel_madds ? s.threads : 1U;
+    layer_compute lc(geo, threads, k);
+    std::vector<float> xb(batch * in);
+    std::vector<float> tb(batch * out);
+    std::vector<float> z(batch * out);
+    std::vector<float> y(batch * out);
+    std::vector<float> w(nw);
+    std::vector<float> gw(nw);
+    std::vector<std::size_t> perm(p.samples);
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      perm[i] = i;
+    std::mt19937_64 rng(s.seed);
+
+    const std::size_t total = s.num_iteration;
+    // The regulariser is off while t < warm_start·num_iteration.
+    const double warm = static_cast<double>(s.warm_start) * static_cast<double>(total);
+    const auto norm = static_cast<double>(batch * spatial);
+    for (std::size_t t = 0; t < total; ++t) {
+      // Minibatch: the first `batch` entries of a partial Fisher–Yates shuffle (distinct samples).
+      for (std::size_t i = 0; i < batch; ++i) {
+        const std::size_t j = i + static_cast<std::size_t>(rng() % (p.samples - i));
+        std::swap(perm[i], perm[j]);
+      }
+      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+        std::copy_n(p.input + perm[i] * in, in, xb.data() + i * in);
+        std::copy_n(target + perm[i] * out, out, tb.data() + i * out);
+      });
+      detail::ada_soft_weight(st, w.data(), k, threads);
+      // The geometry and activation were checked above: these cannot fail.
+      (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
+      // Per sample, on the threads: y = act(z), d = y - target (kept in tb for the loss),
+      // ∂recon/∂y = scale·d, then ∂recon/∂z into y. Element-wise, so the same bits.
+      const auto scale = static_cast<float>(2.0 / norm);
+      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+        float* yi = y.data() + i * out;
+        float* di = tb.data() + i * out;
+        const float* zi = z.data() + i * out;
+        (void)activation_forward(p.activation, zi, yi, 1, geo.out_channels, spatial);
+        for (std::size_t e = 0; e < out; ++e) {
+          di[e] = yi[e] - di[e];
+          yi[e] = scale * di[e];
+        }
+        (void)activation_backward(p.activation, zi, yi, yi, 1, geo.out_channels, spatial);
+      });
+      // The loss is one double sum in element order, as it always was (on one thread).
+      double recon = 0.0;
+      for (std::size_t i = 0; i < batch * out; ++i)
+        recon += static_cast<double>(tb[i]) * static_cast<double>(tb[i]);
+      recon /= norm;
+      (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
+      const float beta = static_cast<double>(t) >= warm
+                             ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)
+                             : 0.0f;
+      const adam_step_constants ac = adam_constants(s.adam, t + 1);
+      const kernels::ada_step_params sp{s.reg_param,    beta,         s.adam.beta1, s.adam.beta2,
+                                        s.adam.epsilon, ac.step_size, ac.sqrt_bias2};
+      const double round = detail::ada_update(st, gw.data(), sp, k, threads);
+      if (!std::isfinite(recon + round)) {
+        return make_error(
+            errc::non_finite,
+            p.name + ": the AdaRound loss is not finite at iteration " + std::to_string(t + 1));
+      }
+      if (s.on_progress &&
+          ((t + 1) % std::max<std::size_t>(s.report_every, 1) == 0 || t + 1 == total)) {
+        s.on_progress(ada_progress{t + 1, total, recon, round});
+      }
+    }
+  }
+
+  // Hard rounding (ptq's decision, docs/ada.md): h ≥ 0.5 rounds up.
+  ada_result r;
+  r.params = std::move(scales).value();
+  r.weight.resize(nw);
+  for (std::size_t i = 0; i < nw; ++i) {
+    const bool up = ada_rectified_sigmoid(st.alpha[i]) >= 0.5f;
+    r.rounded_up += up ? 1 : 0;
+    const float nearest = round_half_even(p.weight[i] / st.scale[i]);
+    const float q = std::clamp(st.base[i] + (up ? 1.0f : 0.0f), -128.0f, 127.0f);
+    r.changed += q != std::clamp(nearest, -128.0f, 127.0f) ? 1 : 0;
+    r.weight[i] = q * st.scale[i];
+  }
+  return r;
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

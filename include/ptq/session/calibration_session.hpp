@@ -1,0 +1,421 @@
+// The calibration session: the way an inference engine embeds ptq. It resolves the config for
+// the engine's layers and runs the toolkit's phases in order (docs/calibrate.md):
+//   1. Conv+BN fusion (at creation),
+//   2. the DMQ pass: the engine feeds each balanced layer's input once (`feed_dmq`),
+//   3. weight quantization of the fused, balanced weights (`quantize_weights`, ARQ), then the
+//      AdaRound layers one at a time in order (`quantize_ada`, from samples the engine computes
+//      with the earlier layers' quantized weights); afterwards the engine runs with `weight()`
+//      and each layer's `balance_factors`,
+//   4. activation calibration: `batch_num` inputs per layer (`feed`), each layer finalized after
+//      its last batch; then `record()`. In the bounded and sharded activation modes
+//      (`session_options::activation`) the engine feeds the same batches twice
+//      (`activation_passes()`), bounded_activations.hpp, sharded_activations.hpp.
+// Every call that can fail returns a result: E802 for a call out of order or an unknown layer,
+// E803 for an input tensor that does not fit its layer, a numeric code (9xx) for bad values;
+// each message names the layer. The per-layer work is in phases.hpp, the checks in checks.hpp.
+// A session is not thread-safe: call it from one thread (its kernels may use several).
+// Depends on: core, detail, config, algorithms and xtensor.
+#pragma once
+
+#include <xtensor/xarray.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ptq/algorithms/layer_calibrator.hpp"
+#include "ptq/config/resolve.hpp"
+#include "ptq/core/abi.hpp"
+#include "ptq/detail/find.hpp"
+#include "ptq/session/bounded_activations.hpp"
+#include "ptq/session/checks.hpp"
+#include "ptq/session/layer.hpp"
+#include "ptq/session/observe_batch.hpp"
+#include "ptq/session/phases.hpp"
+#include "ptq/session/record.hpp"
+#include "ptq/session/session_layer.hpp"
+#include "ptq/session/session_options.hpp"
+#include "ptq/session/sharded_activations.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+
+class calibration_session {
+ public:
+  /// Resolves `config` for `layers`, checks their weights, and fuses Conv+BN. Errors: the
+  /// config's resolution errors, and malformed layers (code E801, naming the layer).
+  [[nodiscard]] static result<calibration_session> create(const amct_config& config,
+                                                          std::vector<layer_desc> layers,
+                                                          session_options options = {}) {
+    if (auto st = check_session_options(options); !st)
+      return st.error();
+    std::vector<layer_info> infos;
+    for (const auto& l : layers) {
+      layer_info i;
+      i.name = l.name;
+      i.type = l.type;
+      i.has_bias = l.bias.has_value();
+      const auto cin = layer_input_channels(l);
+      if (cin != 0)
+        i.in_channels = static_cast<std::uint32_t>(cin);
+      i.groups = static_cast<std::uint32_t>(l.conv.groups);
+      infos.push_back(std::move(i));
+    }
+    auto plan = resolve_config(config, infos, options.resolve);
+    std::vector<error> diags = plan.diagnostics();
+    if (!plan)
+      return result<calibration_session>(std::move(diags));
+    calibration_session s;
+    s.options_ = std::move(options);
+    s.plan_ = plan.value();
+    s.fp16_ = config.fakequant_precision_mode.has_value();
+    const detail::name_index<resolved_layer> plans(s.plan_.layers, &resolved_layer::name);
+    for (auto& l : layers) {
+      session_layer sl;
+      sl.plan = *plans.find(l.name);
+      sl.plan.type = l.type;
+      sl.desc = std::move(l);
+      if (auto st = check_layer_desc(sl.desc); !st)
+        diags.push_back(st.error());
+      if (sl.plan.quant_enable)
+        sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
+      s.layers_.push_back(std::move(sl));
+    }
+    s.index_layers();
+    if (std::any_of(diags.begin(), diags.end(), is_error)) {
+      return result<calibration_session>(std::move(diags));
+    }
+    s.fuse(diags);
+    if (std::any_of(diags.begin(), diags.end(), is_error)) {
+      return result<calibration_session>(std::move(diags));
+    }
+    s.phase_ = session_phase::dmq;
+    return {std::move(s), std::move(diags)};
+  }
+
+  [[nodiscard]] session_phase phase() const noexcept { return phase_; }
+  [[nodiscard]] const resolved_config& plan() const noexcept { return plan_; }
+  [[nodiscard]] const std::vector<session_layer>& layers() const noexcept { return layers_; }
+  /// The layer named `name`, or null.
+  [[nodiscard]] const session_layer* find(std::string_view name) const {
+    const auto it = index_.find(std::string(name));
+    return it == index_.end() ? nullptr : &layers_[it->second];
+  }
+
+  /// Names of the layers whose input the DMQ pass needs (enabled layers with dmq_balancer).
+  [[nodiscard]] std::vector<std::string> dmq_layers() const {
+    return names_if([](const session_layer& l) { return needs_dmq(l); });
+  }
+
+  /// Phase 2: one input batch of a DMQ layer; computes its balance factors.
+  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_ref& input) {
+    session_layer* l = nullptr;
+    if (auto st = lookup(name, session_phase::dmq, "feed_dmq", l); !st)
+      return st;
+    if (!needs_dmq(*l)) {
+      return fail(std::string(name) +
+                  ": the layer has no dmq_balancer; feed it in the activation phase");
+    }
+    if (!l->balance_factors.empty()) {
+      return fail(std::string(name) +
+                  ": the DMQ input was already fed (the factors come from one batch)");
+    }
+    if (auto st = compute_balance_factors(*l, input, options_.kernels); !st)
+      return st;
+    report(session_phase::dmq, l->desc.name, ++dmq_done_, dmq_total_);
+    return {};
+  }
+
+  /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
+  /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
+  /// with; the AdaRound layers (`ada_layers()`) keep their float (balanced) weight until
+  /// `quantize_ada`, and the activation phase starts after the last of them.
+  [[nodiscard]] result<> quantize_weights() {
+    if (phase_ != session_phase::dmq) {
+      return fail("quantize_weights: the session is in the " + std::string(to_string(phase_)) +
+                  " phase; the weights are quantized once, in the DMQ phase");
+    }
+    for (const auto& l : layers_) {
+      if (needs_dmq(l) && l.balance_factors.empty()) {
+        return fail("quantize_weights: layer '" + l.desc.name +
+                    "' has dmq_balancer but its input was not fed (feed_dmq)");
+      }
+    }
+    // All or nothing without a copy of the model: every layer is checked and its parameters
+    // computed first, and only then are the weights changed, so a failure leaves the session as
+    // it was (still in the DMQ phase, weights not balanced) and the engine can report it without
+    // a half-quantized model.
+    std::vector<std::optional<weight_quant_result>> params(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (!layers_[i].plan.quant_enable)
+        continue;
+      auto p = plan_layer_weights(layers_[i], scratch_);
+      if (!p)
+        return p.error();
+      params[i] = std::move(p).value();
+    }
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      session_layer& l = layers_[i];
+      if (!l.plan.quant_enable)
+        continue;
+      if (auto st = apply_layer_weights(l, std::move(params[i]), scratch_); !st)
+        return st;
+      if (!learns_from_samples(l))
+        report(session_phase::weights, l.desc.name, ++weights_done_, enabled_);
+    }
+    phase_ = session_phase::weights;
+    if (ada_layers().empty())
+      phase_ = session_phase::activations;
+    return {};
+  }
+
+  /// The enabled layers whose weights AdaRound quantizes, in model order; after
+  /// `quantize_weights`, those still to do.
+  [[nodiscard]] std::vector<std::string> ada_layers() const {
+    return names_if(
+        [](const session_layer& l) { return learns_from_samples(l) && !l.weight_params; });
+  }
+
+  /// Phase 3, AdaRound (docs/ada.md): learns the rounding of the next AdaRound layer, `name`, from
+  /// its input samples `input` (dim 0 is the sample axis; Linear: every row of the last axis is
+  /// a sample) computed by the engine with the earlier layers quantized. The target is the
+  /// layer's float output through its activation on `float_input` (the input with every
+  /// AdaRound layer in float), or on `input` when that is null. Inputs are divided by the DMQ
+  /// factors here, as in `feed`.
+  [[nodiscard]] result<> quantize_ada(std::string_view name, const tensor_ref& input,
+                                      const tensor_ref* float_input = nullptr) {
+    session_layer* l = nullptr;
+    if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
+      return st;
+    const auto pending_ada = ada_layers();
+    if (!learns_from_samples(*l) || l->weight_params)
+      return fail(std::string(name) + ": not an AdaRound layer still to quantize");
+    if (pending_ada.front() != name) {
+      return fail("quantize_ada('" + std::string(name) +
+                  "'): AdaRound layers go in model order; '" + pending_ada.front() + "' is next");
+    }
+    if (auto st = quantize_ada_layer(*l, input, float_input, options_); !st)
+      return st;
+    report(session_phase::weights, l->desc.name, ++weights_done_, enabled_);
+    if (pending_ada.size() == 1)
+      phase_ = session_phase::activations;
+    return {};
+  }
+
+  /// The weight the engine runs with: fused, balanced, fake-quantized (after phase 3). E802 for
+  /// an unknown layer.
+  [[nodiscard]] result<const xt::xarray<float>*> weight(std::string_view name) const {
+    const session_layer* l = find(name);
+    if (!l)
+      return fail("weight: no layer named '" + std::string(name) + "'");
+    return &l->desc.weight;
+  }
+
+  /// Phase 4: one calibration batch of a layer's input (the engine's float activations). The
+  /// session divides it by the DMQ factors and observes it; after `batch_num` batches the layer
+  /// is finalized.
+  [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input) {
+    return feed_batch(name, input);
+  }
+  /// feed() of values as a file stores them (float32 or float16, usually mapped): the same
+  /// numbers and errors as feed() of their float32 values. float16 is converted a block at a
+  /// time into the observer, or, in the bounded mode and when sharded, into one buffer the
+  /// session reuses.
+  [[nodiscard]] result<> feed(std::string_view name, const stored_tensor_ref& input) {
+    return feed_batch(name, input);
+  }
+
+  /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
+  /// mode and when sharded (the same batches again, in the same order).
+  [[nodiscard]] std::size_t activation_passes() const noexcept {
+    return options_.activation.two_passes() ? 2 : 1;
+  }
+
+  /// Sharded (activation_mode::kind::sharded; exchange_shard_states in shard_exchange.hpp does the
+  /// three steps): this rank's states, once it fed its batches of every layer in this pass.
+  [[nodiscard]] result<std::string> shard_states() const {
+    if (auto st = check_exchange("shard_states"); !st)
+      return st.error();
+    return detail::pack_shard_states(layers_, options_.activation.shard, plan_.batch_num,
+                                     shard_pass_);
+  }
+
+  /// Sharded, rank 0: merges every rank's shard_states (all[r] from rank r) into what every
+  /// rank adopts.
+  [[nodiscard]] result<std::string> merge_shard_states(const std::vector<std::string>& all) const {
+    if (auto st = check_exchange("merge_shard_states"); !st)
+      return st.error();
+    return ptq::merge_shard_states(layers_, options_.activation.shard, shard_pass_, all, fp16_,
+                                   options_.kernels);
+  }
+
+  /// Sharded, every rank: adopts rank 0's merge; after pass 1 pass 2 starts, after pass 2 the
+  /// session is done (every rank has the record).
+  [[nodiscard]] result<> adopt_shard_states(std::string_view merged) {
+    if (auto st = check_exchange("adopt_shard_states"); !st)
+      return st;
+    if (auto st = ptq::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
+      return st;
+    if (++shard_pass_ <= 2)
+      return {};
+    std::size_t done = 0;
+    for (const auto& l : layers_) {
+      if (l.plan.quant_enable)
+        report(session_phase::activations, l.desc.name, ++done, enabled_);
+    }
+    phase_ = session_phase::done;
+    return {};
+  }
+
+  /// Layers still waiting for activation batches.
+  [[nodiscard]] std::vector<std::string> pending() const {
+    return names_if(
+        [](const session_layer& l) { return l.plan.quant_enable && !l.activation_params; });
+  }
+
+  /// The toolkit's record (docs/calibrate.md) once every enabled layer is calibrated (E802 before).
+  [[nodiscard]] result<record_file> record() const {
+    if (phase_ != session_phase::done) {
+      const auto p = pending();
+      return fail("record: the session is in the " + std::string(to_string(phase_)) +
+                  " phase; layer '" + (p.empty() ? std::string("?") : p.front()) +
+                  "' has not seen its " + std::to_string(plan_.batch_num) + " batch(es) yet");
+    }
+    return record_of_layers(layers_, fp16_);
+  }
+
+ private:
+  calibration_session() = default;
+
+  static error fail(std::string message) {
+    return make_error(errc::session_call_invalid, std::move(message));
+  }
+
+  result<> check_exchange(const char* what) const {
+    if (!options_.activation.is_sharded()) {
+      return fail(std::string(what) +
+                  ": the session is not sharded (session_options::activation is not "
+                  "activation_mode::kind::sharded)");
+    }
+    if (phase_ != session_phase::activations) {
+      return fail(std::string(what) + ": the session is in the " + std::string(to_string(phase_)) +
+                  " phase, not the activation calibration phase");
+    }
+    return {};
+  }
+
+  void index_layers() {
+    index_.reserve(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      index_.emplace(layers_[i].desc.name, i);
+    enabled_ = count_if([](const session_layer& l) { return l.plan.quant_enable; });
+    dmq_total_ = count_if([](const session_layer& l) { return needs_dmq(l); });
+  }
+
+  template <class Pred>
+  std::size_t count_if(Pred p) const {
+    return static_cast<std::size_t>(std::count_if(layers_.begin(), layers_.end(), p));
+  }
+
+  template <class Pred>
+  std::vector<std::string> names_if(Pred p) const {
+    std::vector<std::string> out;
+    for (const auto& l : layers_) {
+      if (p(l))
+        out.push_back(l.desc.name);
+    }
+    return out;
+  }
+
+  void report(session_phase ph, std::string_view layer, std::size_t done, std::size_t total) const {
+    if (options_.on_progress)
+      options_.on_progress(progress_event{ph, layer, done, total});
+  }
+
+  result<> lookup(std::string_view name, session_phase want, const char* what,
+                  session_layer*& out) {
+    if (const auto it = index_.find(std::string(name)); it != index_.end())
+      out = &layers_[it->second];
+    if (!out)
+      return fail(std::string(what) + ": no layer named '" + std::string(name) + "'");
+    if (phase_ != want) {
+      return fail(std::string(what) + "('" + std::string(name) + "'): the session is in the " +
+                  std::string(to_string(phase_)) + " phase, not the " +
+                  std::string(to_string(want)) + " phase");
+    }
+    return {};
+  }
+
+  template <class Input>  // tensor_ref or stored_tensor_ref
+  [[nodiscard]] result<> feed_batch(std::string_view name, const Input& input) {
+    session_layer* l = nullptr;
+    // Once every layer is done, a further batch is still "more than batch_num" for its layer.
+    const session_phase want =
+        phase_ == session_phase::done ? session_phase::done : session_phase::activations;
+    if (auto st = lookup(name, want, "feed", l); !st)
+      return st;
+    if (!l->plan.quant_enable) {
+      return fail(std::string(name) + ": the layer is skipped by the config (quant_enable false)");
+    }
+    const bool sharded = options_.activation.is_sharded();
+    const std::size_t batches =
+        sharded ? shard_batch_count(options_.activation.shard, plan_.batch_num) : plan_.batch_num;
+    if (l->batches_seen >= activation_passes() * batches && batches != 0) {
+      return fail(std::string(name) + ": already has its " + std::to_string(batches) +
+                  " batch(es) (" + (sharded ? "of this rank" : "batch_num") + ")" +
+                  (activation_passes() == 2 ? " twice" : ""));
+    }
+    const bool was_final = l->activation_params.has_value();
+    if (auto st = observe_session_batch(
+            *l, input, batch_context{options_, plan_.batch_num, fp16_, scratch_, converted_});
+        !st)
+      return st;
+    if (sharded)  // sharded layers are finalized by the last exchange
+      return {};
+    // Progress in batches: every enabled layer's batches, however they are interleaved.
+    ++batches_fed_;
+    const std::size_t per_layer = activation_passes() * batches;
+    if (options_.on_progress) {
+      options_.on_progress(progress_event{session_phase::activations, l->desc.name, batches_fed_,
+                                          enabled_ * per_layer, l->batches_seen, per_layer});
+    }
+    if (!was_final && l->activation_params.has_value() && ++layers_final_ == enabled_)
+      phase_ = session_phase::done;
+    return {};
+  }
+
+  // Reports only the layers it fuses: one in skip_fusion_layers is no fusion step.
+  void fuse(std::vector<error>& diags) {
+    std::size_t done = 0;
+    const std::size_t total =
+        count_if([&](const session_layer& l) { return fusion_wanted(l, plan_); });
+    for (auto& l : layers_) {
+      if (!fusion_wanted(l, plan_))
+        continue;
+      fuse_layer(l, plan_, diags);
+      report(session_phase::fusion, l.desc.name, ++done, total);
+    }
+  }
+
+  session_options options_;
+  resolved_config plan_;
+  bool fp16_ = false;
+  session_phase phase_ = session_phase::fusion;
+  int shard_pass_ = 1;  ///< sharded: the activation pass being fed (1, 2), then 3
+  std::vector<session_layer> layers_;
+  /// Built once: every lookup by name and every progress count is O(1), so feeding a model's
+  /// layers is linear in them.
+  std::unordered_map<std::string, std::size_t> index_;  ///< layer name -> position in layers_
+  std::size_t enabled_ = 0;                             ///< layers with quant_enable
+  std::size_t dmq_total_ = 0;                           ///< layers the DMQ pass feeds
+  std::size_t dmq_done_ = 0, weights_done_ = 0, batches_fed_ = 0, layers_final_ = 0;
+  std::vector<float> scratch_;    ///< reused: DMQ inputs divided by factors, weights unquantized
+  std::vector<float> converted_;  ///< reused: a stored input as float32 where it is needed whole
+};
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq

@@ -1,0 +1,382 @@
+// The model manifest of `ptq calibrate --model` (docs/calibrate.md): a JSON list of the
+// quantizable layers in order, whose tensor fields name tensors of a safetensors weights file.
+// Produces the session's layer descriptions. It sits with the session, not in io/: it describes
+// layers, and io/ reads files without knowing what a layer is. The tensors come from any
+// weights source whose `get(name)` returns a `result<T>` with `shape` and `data` (such as
+// io::safetensors_file), so this header needs no io header. Adds nlohmann_json.
+// Depends on: core, detail and nlohmann_json.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ptq/core/error.hpp"
+#include "ptq/detail/json_parse.hpp"
+#include "ptq/detail/suggest.hpp"
+#include "ptq/session/layer.hpp"
+
+namespace ptq {
+inline namespace PTQ_ABI_NAMESPACE {
+/// One manifest entry: the session's description plus what an engine needs to run it and what
+/// a writer needs to put tensors back under their names.
+struct manifest_layer {
+  layer_desc desc;
+  std::string weight_name;  ///< tensor names in the weights file ("" when absent)
+  std::string bias_name;
+  std::vector<std::string> batch_norm_names;  ///< weight, bias, running_mean, running_var
+  std::vector<std::size_t> kernel_size;       ///< AvgPool2d
+  std::vector<std::size_t> pool_stride;       ///< AvgPool2d (default: kernel_size)
+  bool flatten = false;                       ///< Linear: flatten the input first
+};
+
+struct model_manifest {
+  std::vector<manifest_layer> layers;
+  std::vector<std::size_t> input_shape;  ///< one sample, e.g. [1, 8, 8] (optional)
+};
+
+namespace detail {
+
+inline bool size_list(const nlohmann::json& j, std::vector<std::size_t>& out) {
+  if (j.is_number_unsigned()) {
+    out = {j.get<std::size_t>()};
+    return true;
+  }
+  if (!j.is_array())
+    return false;
+  out.clear();
+  for (const auto& v : j) {
+    if (!v.is_number_unsigned())
+      return false;
+    out.push_back(v.get<std::size_t>());
+  }
+  return true;
+}
+
+[[nodiscard]] inline error manifest_error(std::string message, std::string note = {}) {
+  return make_error(errc::manifest_invalid, std::move(message), std::move(note));
+}
+
+/// `e[key]`, a string naming a tensor of `weights`, read into `out`.
+template <class Weights>
+[[nodiscard]] result<> tensor_field(const nlohmann::json& e, const char* key,
+                                    const Weights& weights, const std::string& at,
+                                    xt::xarray<float>& out, std::string& name) {
+  if (!e.contains(key) || !e[key].is_string())
+    return manifest_error(at + "\"" + key + "\" must name a tensor of the weights file");
+  name = e[key].template get<std::string>();
+  auto t = weights.get(name);
+  if (!t)
+    return manifest_error(at + "\"" + key + "\": " + t.error().message);
+  out = xt::xarray<float>::from_shape(t->shape);
+  std::copy(t->data.begin(), t->data.end(), out.begin());
+  return {};
+}
+
+template <class Weights>
+[[nodiscard]] result<> vector_field(const nlohmann::json& e, const char* key,
+                                    const Weights& weights, const std::string& at,
+                                    std::vector<float>& out, std::string& name) {
+  xt::xarray<float> t;
+  auto r = tensor_field(e, key, weights, at, t, name);
+  if (r)
+    out.assign(t.begin(), t.end());
+  return r;
+}
+
+/// An optional key of type `T` (bool, float or std::string): `fallback` when absent, false when
+/// present with another type (nlohmann's `value()` would throw instead).
+template <class T>
+[[nodiscard]] bool optional_field(const nlohmann::json& e, const char* key, T fallback, T& out) {
+  out = std::move(fallback);
+  if (!e.contains(key))
+    return true;
+  const auto& v = e[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean())
+      return false;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string())
+      return false;
+  } else {
+    if (!v.is_number())
+      return false;
+  }
+  out = v.template get<T>();
+  return true;
+}
+
+/// E804 for the first key of `e` that is not in `known`: a typo ("batchnorm") would otherwise
+/// be ignored and change the calibration with no word.
+[[nodiscard]] inline result<> known_keys(const nlohmann::json& e,
+                                         const std::vector<std::string_view>& known,
+                                         const std::string& at) {
+  for (const auto& [key, value] : e.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return manifest_error(at + "unknown key \"" + key + "\"", suggest(key, known));
+    }
+  }
+  return {};
+}
+
+/// The spatial rank of a conv layer (Conv1d 1, Conv2d 2, Conv3d 3, ...).
+[[nodiscard]] inline std::size_t spatial_rank(layer_type t) noexcept {
+  switch (t) {
+    case layer_type::conv1d:
+    case layer_type::conv_transpose1d:
+      return 1;
+    case layer_type::conv3d:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+/// A conv attribute: 1 value or one per spatial dimension, each in [lowest, 2^20].
+[[nodiscard]] inline result<> check_attribute(const std::vector<std::size_t>& v,
+                                              std::string_view key, std::size_t lowest,
+                                              std::size_t rank, const std::string& at) {
+  constexpr std::size_t largest = std::size_t{1} << 20;
+  if (v.size() != 1 && v.size() != rank) {
+    return manifest_error(at + "\"" + std::string(key) + "\" has " + std::to_string(v.size()) +
+                          " values; the layer has " + std::to_string(rank) +
+                          " spatial dimension(s) (give 1 or " + std::to_string(rank) + ")");
+  }
+  for (const auto x : v) {
+    if (x < lowest || x > largest) {
+      return manifest_error(at + "\"" + std::string(key) + "\" value " + std::to_string(x) +
+                            " is outside [" + std::to_string(lowest) + ", " +
+                            std::to_string(largest) + "]");
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
+
+/// Reads a manifest and the tensors it names. Errors (E804) name the entry and the key: a missing,
+/// malformed or unknown key (with the nearest known one), a conv attribute out of range (stride
+/// and dilation at least 1; every value at most 2^20; 1 value or one per spatial dimension), an
+/// unknown layer type or activation, a tensor missing from the weights file.
+template <class Weights>
+[[nodiscard]] result<model_manifest> parse_manifest(std::string_view text, const Weights& weights) {
+  using detail::manifest_error;
+  const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded()) {
+    const auto where = detail::parse_json_ordered(text);
+    return manifest_error("the manifest is not valid JSON at " + std::to_string(where.line) + ":" +
+                          std::to_string(where.column) + ": " + where.what);
+  }
+  if (j.is_object()) {
+    if (auto st = detail::known_keys(j, {"layers", "input_shape", "metadata"}, "the manifest: ");
+        !st)
+      return st.error();
+  }
+  if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array()) {
+    return manifest_error("the manifest must be a JSON object with a \"layers\" list");
+  }
+  model_manifest out;
+  if (j.contains("input_shape") && !detail::size_list(j["input_shape"], out.input_shape)) {
+    return manifest_error("\"input_shape\" must be a list of sizes");
+  }
+  for (std::size_t i = 0; i < j["layers"].size(); ++i) {
+    const auto& e = j["layers"][i];
+    std::string at = "layer " + std::to_string(i + 1) + ": ";  // counted from 1
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
+      return manifest_error(at + "needs a string \"name\"");
+    }
+    manifest_layer m;
+    m.desc.name = e["name"].get<std::string>();
+    at = "layer '" + m.desc.name + "': ";
+    if (!e.contains("type") || !e["type"].is_string()) {
+      return manifest_error(at + "needs a string \"type\"");
+    }
+    const auto type = layer_type_from_string(e["type"].get<std::string>());
+    if (!type) {
+      return manifest_error(
+          at + "type \"" + e["type"].get<std::string>() +
+          "\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, ConvTranspose1d, "
+          "ConvTranspose2d, Linear, AvgPool2d)");
+    }
+    m.desc.type = *type;
+    const bool pool = m.desc.type == layer_type::avg_pool2d;
+    const bool linear = m.desc.type == layer_type::linear;
+    const bool transpose =
+        m.desc.type == layer_type::conv_transpose1d || m.desc.type == layer_type::conv_transpose2d;
+    std::vector<std::string_view> known = {"name", "type"};
+    if (pool) {
+      known.insert(known.end(), {"kernel_size", "stride"});
+    } else {
+      known.insert(known.end(), {"weight", "bias", "batch_norm", "activation"});
+      if (linear) {
+        known.emplace_back("flatten");
+      } else {
+        known.insert(known.end(), {"stride", "padding", "dilation", "groups", "padding_mode"});
+      }
+      if (transpose)
+        known.emplace_back("output_padding");
+    }
+    if (auto st = detail::known_keys(e, known, at); !st)
+      return st.error();
+    if (m.desc.type == layer_type::avg_pool2d) {
+      if (!e.contains("kernel_size") || !detail::size_list(e["kernel_size"], m.kernel_size)) {
+        return manifest_error(at + "AvgPool2d needs \"kernel_size\"");
+      }
+      if (m.kernel_size.size() == 1)
+        m.kernel_size.push_back(m.kernel_size[0]);
+      m.pool_stride = m.kernel_size;
+      if (e.contains("stride") && !detail::size_list(e["stride"], m.pool_stride)) {
+        return manifest_error(at + "\"stride\" must be a list of sizes");
+      }
+      if (m.pool_stride.size() == 1)
+        m.pool_stride.push_back(m.pool_stride[0]);
+      for (const auto& [key, v] :
+           {std::pair{"kernel_size", &m.kernel_size}, std::pair{"stride", &m.pool_stride}}) {
+        if (auto st = detail::check_attribute(*v, key, 1, 2, at); !st)
+          return st.error();
+      }
+      out.layers.push_back(std::move(m));
+      continue;
+    }
+    if (!e.contains("weight")) {
+      return manifest_error(at + "needs \"weight\"");
+    }
+    if (auto r = detail::tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name); !r) {
+      return r.error();
+    }
+    if (e.contains("bias")) {
+      xt::xarray<float> b;
+      if (auto r = detail::tensor_field(e, "bias", weights, at, b, m.bias_name); !r)
+        return r.error();
+      m.desc.bias = std::move(b);
+    }
+    auto& conv = m.desc.conv;
+    for (const auto* key : {"stride", "padding", "dilation", "output_padding"}) {
+      if (!e.contains(key))
+        continue;
+      const std::string k = key;
+      auto& dst = k == "stride"     ? conv.stride
+                  : k == "padding"  ? conv.padding
+                  : k == "dilation" ? conv.dilation
+                                    : conv.output_padding;
+      if (!detail::size_list(e[key], dst)) {
+        return manifest_error(at + "\"" + key + "\" must be a list of sizes");
+      }
+      const std::size_t lowest = k == "stride" || k == "dilation" ? 1 : 0;
+      if (auto st =
+              detail::check_attribute(dst, key, lowest, detail::spatial_rank(m.desc.type), at);
+          !st)
+        return st.error();
+    }
+    if (e.contains("groups")) {
+      if (!e["groups"].is_number_unsigned() || e["groups"].get<std::size_t>() == 0) {
+        return manifest_error(at + "\"groups\" must be a positive integer");
+      }
+      conv.groups = e["groups"].get<std::size_t>();
+    }
+    if (e.contains("padding_mode")) {
+      if (!e["padding_mode"].is_string()) {
+        return manifest_error(at + "\"padding_mode\" must be a string");
+      }
+      conv.padding_mode = e["padding_mode"].get<std::string>();
+    }
+    if (!detail::optional_field(e, "flatten", false, m.flatten))
+      return manifest_error(at + "\"flatten\" must be true or false");
+    if (e.contains("batch_norm")) {
+      const auto& bn = e["batch_norm"];
+      if (!bn.is_object()) {
+        return manifest_error(at + "\"batch_norm\" must be an object");
+      }
+      if (auto st = detail::known_keys(bn, {"weight", "bias", "running_mean", "running_var", "eps"},
+                                       at + "batch_norm: ");
+          !st)
+        return st.error();
+      batch_norm_params p;
+      m.batch_norm_names.resize(4);
+      const char* keys[] = {"weight", "bias", "running_mean", "running_var"};
+      std::vector<float>* dst[] = {&p.weight, &p.bias, &p.running_mean, &p.running_var};
+      for (int k = 0; k < 4; ++k) {
+        if (auto r = detail::vector_field(bn, keys[k], weights, at + "batch_norm: ", *dst[k],
+                                          m.batch_norm_names[static_cast<std::size_t>(k)]);
+            !r) {
+          return r.error();
+        }
+      }
+      if (bn.contains("eps")) {
+        if (!bn["eps"].is_number()) {
+          return manifest_error(at + "batch_norm: \"eps\" must be a number");
+        }
+        p.eps = bn["eps"].get<float>();
+      }
+      m.desc.batch_norm = std::move(p);
+    }
+    if (e.contains("activation")) {
+      const auto& a = e["activation"];
+      const std::string kind = a.is_string() ? a.get<std::string>()
+                               : a.is_object() && a.contains("type") && a["type"].is_string()
+                                   ? a["type"].get<std::string>()
+                                   : "";
+      auto& d = m.desc.activation;
+      const nlohmann::json attrs = a.is_object() ? a : nlohmann::json::object();
+      const std::vector<std::string_view> attr_keys =
+          kind == "LeakyReLU" ? std::vector<std::string_view>{"type", "negative_slope"}
+          : kind == "PReLU"   ? std::vector<std::string_view>{"type", "weight"}
+          : kind == "GELU"    ? std::vector<std::string_view>{"type", "approximate"}
+          : kind == "RReLU"   ? std::vector<std::string_view>{"type", "lower", "upper"}
+                              : std::vector<std::string_view>{"type"};
+      if (auto st = detail::known_keys(attrs, attr_keys, at + "activation: "); !st)
+        return st.error();
+      if (kind == "ReLU") {
+        d.kind = activation_kind::relu;
+      } else if (kind == "ReLU6") {
+        d.kind = activation_kind::relu6;
+      } else if (kind == "Sigmoid") {
+        d.kind = activation_kind::sigmoid;
+      } else if (kind == "Tanh") {
+        d.kind = activation_kind::tanh;
+      } else if (kind == "LeakyReLU") {
+        d.kind = activation_kind::leaky_relu;
+        if (!detail::optional_field(attrs, "negative_slope", 0.01f, d.negative_slope))
+          return manifest_error(at + "LeakyReLU \"negative_slope\" must be a number");
+      } else if (kind == "PReLU") {
+        d.kind = activation_kind::prelu;
+        std::string name;
+        if (auto r = detail::vector_field(attrs, "weight", weights, at + "PReLU: ", d.prelu_weight,
+                                          name);
+            !r) {
+          return r.error();
+        }
+      } else if (kind == "GELU") {
+        d.kind = activation_kind::gelu;
+        std::string approx;
+        if (!detail::optional_field(attrs, "approximate", std::string("none"), approx) ||
+            (approx != "none" && approx != "tanh")) {
+          return manifest_error(at + R"(GELU "approximate" must be "none" or "tanh")");
+        }
+        d.gelu_tanh = approx == "tanh";
+      } else if (kind == "RReLU") {
+        d.kind = activation_kind::rrelu;
+        if (!detail::optional_field(attrs, "lower", 1.0f / 8.0f, d.rrelu_lower) ||
+            !detail::optional_field(attrs, "upper", 1.0f / 3.0f, d.rrelu_upper)) {
+          return manifest_error(at + R"(RReLU "lower" and "upper" must be numbers)");
+        }
+      } else {
+        return manifest_error(
+            at +
+            "activation must be one of ReLU, ReLU6, Sigmoid, Tanh, LeakyReLU, PReLU, "
+            "GELU, RReLU");
+      }
+    }
+    out.layers.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace PTQ_ABI_NAMESPACE
+}  // namespace ptq
