@@ -255,10 +255,8 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
               << (*quant - *fp32) * 100.0 << std::noshowpos << " points)\n";
   }
   std::cout << std::defaultfloat;
-  const bool any_ada = std::any_of(s.layers().begin(), s.layers().end(), [](const auto& l) {
-    return l.plan.quant_enable && l.plan.weight && l.plan.weight->algo == ptq::weight_algo::ada &&
-           ptq::supports_ada_round(l.desc.type);
-  });
+  const bool any_ada = std::any_of(s.layers().begin(), s.layers().end(),
+                                   [](const auto& l) { return ptq::uses_ada_round(l); });
   if (any_ada)
     std::cout << "AdaRound seed:      " << a.seed << '\n';
   if (!a.record.empty())

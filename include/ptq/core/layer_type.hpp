@@ -59,6 +59,11 @@ inline constexpr std::array<layer_type, 7> all_layer_types{
   return std::nullopt;
 }
 
+/// ConvTranspose1d or ConvTranspose2d: their weights are [Cin, Cout/groups, k...].
+[[nodiscard]] constexpr bool is_conv_transpose(layer_type t) noexcept {
+  return t == layer_type::conv_transpose1d || t == layer_type::conv_transpose2d;
+}
+
 /// CHANNEL_WISE_TYPES: weights may be quantized per output channel (default on).
 [[nodiscard]] constexpr bool supports_channel_wise(layer_type t) noexcept {
   return t != layer_type::linear && t != layer_type::avg_pool2d;

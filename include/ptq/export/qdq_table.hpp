@@ -152,7 +152,7 @@ namespace detail {
 /// The output-channel axis of a weight in PyTorch layout (docs/export.md): ConvTranspose 1
 /// (`[Cin, Cout/g, k...]`), everything else 0 (Linear `[Cout, Cin]` is ONNX Gemm with transB=1).
 [[nodiscard]] constexpr int weight_axis(layer_type t) noexcept {
-  return t == layer_type::conv_transpose1d || t == layer_type::conv_transpose2d ? 1 : 0;
+  return is_conv_transpose(t) ? 1 : 0;
 }
 
 /// How many of the weight's codes (the weight its scales were taken on: fused, balanced) are
@@ -160,8 +160,7 @@ namespace detail {
 inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::vector<float>& v) {
   if (v.empty() || l.cout == 0 || v.size() % l.cout != 0)
     return;
-  const bool transpose =
-      l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d;
+  const bool transpose = l.type && is_conv_transpose(*l.type);
   const std::size_t n = v.size();
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t c = i / (n / l.cout);
@@ -175,12 +174,10 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   }
 }
 
-[[nodiscard]] inline result<qdq_layer> table_layer(const record_entry& e, const manifest_layer* m,
-                                                   const qdq_options& opt) {
-  const auto& r = e.value;
-  const std::string& name = e.key;
-  qdq_layer l;
-  l.name = name;
+/// The activation's quantizer from the record's scale_d, offset_d and act_type.
+[[nodiscard]] inline result<qdq_activation> activation_of_record(const std::string& name,
+                                                                 const layer_record& r,
+                                                                 const qdq_options& opt) {
   if (!r.scale_d || !r.offset_d)
     return export_error(errc::export_value_invalid, name, "the record has no scale_d/offset_d");
   if (!std::isfinite(*r.scale_d) || !(*r.scale_d > 0.0f)) {
@@ -188,14 +185,9 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
                         "scale_d " + shortest_repr(*r.scale_d) + " is not finite and positive");
   }
   const int abits = type_bits(r.act_type.value_or("INT8"));
-  const int wbits = type_bits(r.wts_type.value_or("INT8"));
   if (abits != 4 && abits != 8 && abits != 16)
     return export_error(errc::export_value_invalid, name, "act_type is not INT4, INT8 or INT16");
-  if (wbits == 0 || wbits == 16) {
-    return export_error(errc::export_value_invalid, name,
-                        "wts_type is not INT4, INT6, INT7 or INT8");
-  }
-  auto& a = l.activation;
+  qdq_activation a;
   a.tensor = name;
   a.scale = *r.scale_d;
   a.offset_d = *r.offset_d;
@@ -219,23 +211,14 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
     a.qmin = -half;
     a.qmax = half - 1;
   }
-  l.force_fp16 = r.fakequant_precision_mode.value_or("") == "FORCE_FP16_QUANT";
-  l.dmq_factors = r.tensor_balance_factor;
-  for (const float b : l.dmq_factors) {
-    if (!std::isfinite(b) || !(b > 0.0f)) {
-      return export_error(errc::export_value_invalid, name,
-                          "a DMQ factor is not finite and positive");
-    }
-  }
-  const bool pool = (m != nullptr) && m->desc.type == layer_type::avg_pool2d;
-  if (m) {
-    l.type = m->desc.type;
-    l.groups = m->desc.conv.groups;
-    l.cout = layer_output_channels(m->desc);
-    l.cin = layer_input_channels(m->desc);
-  }
-  if (pool)
-    return l;  // AvgPool2d: the record's scale_w is the toolkit's constant 1
+  return a;
+}
+
+/// The record's weight scales and offsets, and its factor count, checked against the layer
+/// (its Cout and Cin when the manifest gives them).
+[[nodiscard]] inline result<> check_weight_record(const qdq_layer& l, const layer_record& r,
+                                                  const manifest_layer* m) {
+  const std::string& name = l.name;
   if (r.scale_w.empty())
     return export_error(errc::export_value_invalid, name, "the record has no scale_w");
   for (std::size_t c = 0; c < r.scale_w.size(); ++c) {
@@ -268,8 +251,80 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
                             " tensor_balance_factor, but the weight '" + m->weight_name +
                             "' has Cin = " + std::to_string(l.cin));
   }
+  return {};
+}
+
+/// The manifest's side of a layer with a weight: its shape, bias (fused with the BatchNorm as
+/// the calibration fused it, otherwise kept), convolution attributes, and the codes at qmin of
+/// the weight the scales were taken on.
+[[nodiscard]] inline result<> add_manifest_weight(qdq_layer& l, qdq_weight& w,
+                                                  const manifest_layer& m, const qdq_options& opt) {
+  const std::string& name = l.name;
+  w.shape.assign(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
+  if (m.desc.bias)
+    l.bias.assign(m.desc.bias->begin(), m.desc.bias->end());
+  l.conv = m.desc.conv;
+  l.kernel.assign(
+      w.shape.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(w.shape.size())),
+      w.shape.end());
+  bool fuse = opt.fuse_batch_norm && m.desc.batch_norm.has_value();
+  for (const auto& s : opt.skip_fusion_layers)
+    fuse = fuse && s != name;
+  std::vector<float> wv(m.desc.weight.begin(), m.desc.weight.end());
+  if (fuse) {
+    auto f = fuse_conv_bn(wv, l.bias, l.cout, *m.desc.batch_norm, name);
+    if (!f)
+      return export_error(errc::export_shape_mismatch, name, f.error().message);
+    if (is_finite(f.value())) {  // the toolkit skips a fusion that is not finite (W606)
+      l.bias = std::move(f.value().bias);
+      wv = std::move(f.value().weight);
+    } else {
+      fuse = false;
+    }
+  }
+  l.kept_batch_norm = m.desc.batch_norm.has_value() && !fuse;
+  if (!l.dmq_factors.empty() &&
+      !dmq_apply_to_weight(wv.data(), w.shape, m.desc.type, m.desc.conv.groups, l.dmq_factors))
+    wv.clear();  // a factor count that does not fit was reported above
+  count_codes_at_qmin(l, w, wv);
+  return {};
+}
+
+/// One layer of the table from its record entry and, when given, its manifest layer.
+[[nodiscard]] inline result<qdq_layer> table_layer(const record_entry& e, const manifest_layer* m,
+                                                   const qdq_options& opt) {
+  const auto& r = e.value;
+  qdq_layer l;
+  l.name = e.key;
+  auto a = activation_of_record(l.name, r, opt);
+  if (!a)
+    return a.error();
+  l.activation = std::move(a).value();
+  const int wbits = type_bits(r.wts_type.value_or("INT8"));
+  if (wbits == 0 || wbits == 16) {
+    return export_error(errc::export_value_invalid, l.name,
+                        "wts_type is not INT4, INT6, INT7 or INT8");
+  }
+  l.force_fp16 = r.fakequant_precision_mode.value_or("") == "FORCE_FP16_QUANT";
+  l.dmq_factors = r.tensor_balance_factor;
+  for (const float b : l.dmq_factors) {
+    if (!std::isfinite(b) || !(b > 0.0f)) {
+      return export_error(errc::export_value_invalid, l.name,
+                          "a DMQ factor is not finite and positive");
+    }
+  }
+  if (m) {
+    l.type = m->desc.type;
+    l.groups = m->desc.conv.groups;
+    l.cout = layer_output_channels(m->desc);
+    l.cin = layer_input_channels(m->desc);
+    if (m->desc.type == layer_type::avg_pool2d)
+      return l;  // AvgPool2d: the record's scale_w is the toolkit's constant 1
+  }
+  if (auto st = check_weight_record(l, r, m); !st)
+    return st.error();
   qdq_weight w;
-  w.tensor = m && !m->weight_name.empty() ? m->weight_name : name + ".weight";
+  w.tensor = m && !m->weight_name.empty() ? m->weight_name : l.name + ".weight";
   w.scales = r.scale_w;
   w.zero_points.assign(r.scale_w.size(), 0);
   w.axis = m ? weight_axis(m->desc.type) : 0;
@@ -277,33 +332,8 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   w.qmin = -(std::int32_t{1} << (wbits - 1));
   w.qmax = (std::int32_t{1} << (wbits - 1)) - 1;
   if (m) {
-    w.shape.assign(m->desc.weight.shape().begin(), m->desc.weight.shape().end());
-    if (m->desc.bias)
-      l.bias.assign(m->desc.bias->begin(), m->desc.bias->end());
-    l.conv = m->desc.conv;
-    l.kernel.assign(
-        w.shape.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(w.shape.size())),
-        w.shape.end());
-    bool fuse = opt.fuse_batch_norm && m->desc.batch_norm.has_value();
-    for (const auto& s : opt.skip_fusion_layers)
-      fuse = fuse && s != name;
-    std::vector<float> wv(m->desc.weight.begin(), m->desc.weight.end());
-    if (fuse) {
-      auto f = fuse_conv_bn(wv, l.bias, l.cout, *m->desc.batch_norm, name);
-      if (!f)
-        return export_error(errc::export_shape_mismatch, name, f.error().message);
-      if (is_finite(f.value())) {  // the toolkit skips a fusion that is not finite (W606)
-        l.bias = std::move(f.value().bias);
-        wv = std::move(f.value().weight);
-      } else {
-        fuse = false;
-      }
-    }
-    l.kept_batch_norm = m->desc.batch_norm.has_value() && !fuse;
-    if (!l.dmq_factors.empty() &&
-        !dmq_apply_to_weight(wv.data(), w.shape, m->desc.type, m->desc.conv.groups, l.dmq_factors))
-      wv.clear();  // a factor count that does not fit was reported above
-    count_codes_at_qmin(l, w, wv);
+    if (auto st = add_manifest_weight(l, w, *m, opt); !st)
+      return st.error();
   }
   l.weight = std::move(w);
   return l;

@@ -115,117 +115,160 @@ struct npy_header {
   }
 };
 
+namespace detail {
+
+/// Where the header dict of a .npy file is: [offset, offset + length) after the magic string,
+/// the version and the length field.
+struct npy_dict_span {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
+
+[[nodiscard]] inline result<npy_dict_span> npy_header_span(std::string_view bytes,
+                                                           std::string_view name) {
+  static constexpr char magic[] = "\x93NUMPY";
+  if (bytes.size() < 8 || bytes.substr(0, 6) != std::string_view(magic, 6))
+    return npy_err(errc::bad_magic, name, "not a .npy file (bad magic string)");
+  const auto major = static_cast<unsigned char>(bytes[6]);
+  npy_dict_span span;
+  if (major == 1) {
+    if (bytes.size() < 10)
+      return npy_err(errc::truncated, name, "truncated header");
+    span.length = static_cast<std::size_t>(static_cast<unsigned char>(bytes[8])) |
+                  (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    span.offset = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12)
+      return npy_err(errc::truncated, name, "truncated header");
+    for (std::size_t b = 0; b < 4; ++b) {
+      span.length |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
+    }
+    span.offset = 12;
+  } else {
+    return npy_err(errc::bad_version, name,
+                   "unsupported .npy format version " + std::to_string(major));
+  }
+  if (bytes.size() - span.offset < span.length)
+    return npy_err(errc::truncated, name, "truncated header");
+  return span;
+}
+
+/// The header dict's three keys.
+struct npy_dict {
+  std::string descr;
+  bool fortran = false;
+  std::vector<std::size_t> shape;
+};
+
+/// The dict's 'shape' tuple, after its key and colon.
+[[nodiscard]] inline result<> parse_npy_shape(header_parser& p, std::string_view name,
+                                              std::vector<std::size_t>& shape) {
+  if (!p.eat('('))
+    return npy_err(errc::bad_header, name, "malformed 'shape'");
+  while (!p.eat(')')) {
+    std::size_t d = 0;
+    if (!p.number(d))
+      return npy_err(errc::bad_header, name, "malformed 'shape'");
+    shape.push_back(d);
+    if (!p.eat(',')) {
+      if (!p.eat(')'))
+        return npy_err(errc::bad_header, name, "malformed 'shape'");
+      break;
+    }
+  }
+  return {};
+}
+
+/// The header dict `{'descr': ..., 'fortran_order': ..., 'shape': (...)}`, every key required.
+[[nodiscard]] inline result<npy_dict> parse_npy_dict(std::string_view text, std::string_view name) {
+  header_parser p{text};
+  npy_dict out;
+  bool have_descr = false, have_fortran = false, have_shape = false;
+  if (!p.eat('{'))
+    return npy_err(errc::bad_header, name, "header is not a dict");
+  while (!p.eat('}')) {
+    std::string key;
+    if (!p.str(key) || !p.eat(':'))
+      return npy_err(errc::bad_header, name, "malformed header");
+    if (key == "descr") {
+      if (!p.str(out.descr))
+        return npy_err(errc::bad_header, name, "malformed 'descr'");
+      have_descr = true;
+    } else if (key == "fortran_order") {
+      if (p.word("True")) {
+        out.fortran = true;
+      } else if (!p.word("False")) {
+        return npy_err(errc::bad_header, name, "malformed 'fortran_order'");
+      }
+      have_fortran = true;
+    } else if (key == "shape") {
+      if (auto st = parse_npy_shape(p, name, out.shape); !st)
+        return st.error();
+      have_shape = true;
+    } else {
+      return npy_err(errc::bad_header, name, "unknown header key '" + key + "'");
+    }
+    if (!p.eat(',')) {
+      if (!p.eat('}'))
+        return npy_err(errc::bad_header, name, "malformed header");
+      break;
+    }
+  }
+  if (!have_descr || !have_fortran || !have_shape)
+    return npy_err(errc::bad_header, name, "header lacks descr, fortran_order or shape");
+  return out;
+}
+
+/// Bytes per value of a dtype ptq reads: float32 or float16, little-endian or native.
+[[nodiscard]] inline result<std::size_t> npy_item_size(const std::string& descr,
+                                                       std::string_view name) {
+  if (descr == "<f4" || descr == "=f4" || descr == "f4")
+    return std::size_t{4};
+  if (descr == "<f2" || descr == "=f2" || descr == "f2")
+    return std::size_t{2};
+  return npy_err(errc::unsupported_dtype, name,
+                 "unsupported dtype '" + descr + "' (expected float32 '<f4' or float16 '<f2')");
+}
+
+}  // namespace detail
+
 /// Parses and checks the header of a .npy file and that the data after it has exactly the
 /// header's size. `name` labels error messages (usually the path).
 [[nodiscard]] inline result<npy_header> parse_npy_header(std::string_view bytes,
                                                          std::string_view name = "npy") {
   const auto err = detail::npy_err;
-  static constexpr char magic[] = "\x93NUMPY";
-  if (bytes.size() < 8 || bytes.substr(0, 6) != std::string_view(magic, 6)) {
-    return err(errc::bad_magic, name, "not a .npy file (bad magic string)");
-  }
-  const auto major = static_cast<unsigned char>(bytes[6]);
-  std::size_t hlen = 0, pos = 0;
-  if (major == 1) {
-    if (bytes.size() < 10)
-      return err(errc::truncated, name, "truncated header");
-    hlen = static_cast<std::size_t>(static_cast<unsigned char>(bytes[8])) |
-           (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
-    pos = 10;
-  } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12)
-      return err(errc::truncated, name, "truncated header");
-    for (std::size_t b = 0; b < 4; ++b) {
-      hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
-    }
-    pos = 12;
-  } else {
-    return err(errc::bad_version, name, "unsupported .npy format version " + std::to_string(major));
-  }
-  if (bytes.size() - pos < hlen)
-    return err(errc::truncated, name, "truncated header");
-  detail::header_parser p{bytes.substr(pos, hlen)};
-  pos += hlen;
-  std::string descr;
-  bool have_descr = false, have_fortran = false, have_shape = false, fortran = false;
-  std::vector<std::size_t> shape;
-  if (!p.eat('{'))
-    return err(errc::bad_header, name, "header is not a dict");
-  while (!p.eat('}')) {
-    std::string key;
-    if (!p.str(key) || !p.eat(':'))
-      return err(errc::bad_header, name, "malformed header");
-    if (key == "descr") {
-      if (!p.str(descr))
-        return err(errc::bad_header, name, "malformed 'descr'");
-      have_descr = true;
-    } else if (key == "fortran_order") {
-      if (p.word("True")) {
-        fortran = true;
-      } else if (!p.word("False")) {
-        return err(errc::bad_header, name, "malformed 'fortran_order'");
-      }
-      have_fortran = true;
-    } else if (key == "shape") {
-      if (!p.eat('('))
-        return err(errc::bad_header, name, "malformed 'shape'");
-      while (!p.eat(')')) {
-        std::size_t d = 0;
-        if (!p.number(d))
-          return err(errc::bad_header, name, "malformed 'shape'");
-        shape.push_back(d);
-        if (!p.eat(',')) {
-          if (!p.eat(')'))
-            return err(errc::bad_header, name, "malformed 'shape'");
-          break;
-        }
-      }
-      have_shape = true;
-    } else {
-      return err(errc::bad_header, name, "unknown header key '" + key + "'");
-    }
-    if (!p.eat(',')) {
-      if (!p.eat('}'))
-        return err(errc::bad_header, name, "malformed header");
-      break;
-    }
-  }
-  if (!have_descr || !have_fortran || !have_shape) {
-    return err(errc::bad_header, name, "header lacks descr, fortran_order or shape");
-  }
-  std::size_t item = 0;
-  if (descr == "<f4" || descr == "=f4" || descr == "f4") {
-    item = 4;
-  } else if (descr == "<f2" || descr == "=f2" || descr == "f2") {
-    item = 2;
-  } else {
-    return err(errc::unsupported_dtype, name,
-               "unsupported dtype '" + descr + "' (expected float32 '<f4' or float16 '<f2')");
-  }
-  if (fortran) {
+  auto span = detail::npy_header_span(bytes, name);
+  if (!span)
+    return span.error();
+  auto dict = detail::parse_npy_dict(bytes.substr(span->offset, span->length), name);
+  if (!dict)
+    return dict.error();
+  auto item = detail::npy_item_size(dict->descr, name);
+  if (!item)
+    return item.error();
+  if (dict->fortran)
     return err(errc::fortran_order, name, "Fortran-ordered arrays are not supported");
-  }
   std::size_t n = 1;
-  for (auto d : shape) {
-    if (d != 0 && n > (std::size_t{1} << 40) / d) {
+  for (auto d : dict->shape) {
+    if (d != 0 && n > (std::size_t{1} << 40) / d)
       return err(errc::file_too_large, name, "array is too large");
-    }
     n *= d;
   }
+  const std::size_t pos = span->offset + span->length;
   const std::size_t have = bytes.size() - pos;
-  if (have < n * item) {
+  const std::size_t want = n * item.value();
+  if (have < want) {
     return err(errc::truncated, name,
-               "truncated data: expected " + std::to_string(n * item) + " bytes, found " +
+               "truncated data: expected " + std::to_string(want) + " bytes, found " +
                    std::to_string(have));
   }
-  if (have > n * item) {
+  if (have > want)
     return err(errc::trailing_data, name,
-               std::to_string(have - n * item) + " bytes after the array data");
-  }
+               std::to_string(have - want) + " bytes after the array data");
   npy_header out;
-  out.shape = std::move(shape);
-  out.descr = std::move(descr);
-  out.item = item;
+  out.shape = std::move(dict->shape);
+  out.descr = std::move(dict->descr);
+  out.item = item.value();
   out.data_offset = pos;
   out.count = n;
   return out;

@@ -201,9 +201,7 @@ inline constexpr double sensitivity_margin_db = 6.0;
                         "create the session with session_options::keep_search_stats = true");
     }
     const bool pool = l.desc.type == layer_type::avg_pool2d;
-    const bool ada =
-        l.plan.weight && l.plan.weight->algo == weight_algo::ada && supports_ada_round(l.desc.type);
-    r.weight_algo = pool ? "-" : (ada ? "ada" : "arq");
+    r.weight_algo = pool ? "-" : (uses_ada_round(l) ? "ada" : "arq");
     r.activation_algo = std::string(to_string(l.plan.activation.algo));
     r.dmq = !l.balance_factors.empty();
     r.weight_bits = l.weight_params->bits;

@@ -46,7 +46,7 @@ struct layer_desc {
   const auto& s = l.weight.shape();
   if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
     return 0;
-  if (l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d)
+  if (is_conv_transpose(l.type))
     return s[0];
   if (l.type == layer_type::linear)
     return s[1];
@@ -58,9 +58,8 @@ struct layer_desc {
   const auto& s = l.weight.shape();
   if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
     return 0;
-  if (l.type == layer_type::conv_transpose1d || l.type == layer_type::conv_transpose2d) {
+  if (is_conv_transpose(l.type))
     return s[1] * l.conv.groups;
-  }
   return s[0];
 }
 

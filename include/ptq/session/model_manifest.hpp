@@ -19,11 +19,12 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/detail/json_parse.hpp"
-#include "ptq/detail/suggest.hpp"
 #include "ptq/session/layer.hpp"
+#include "ptq/session/manifest_fields.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+
 /// One manifest entry: the session's description plus what an engine needs to run it and what
 /// a writer needs to put tensors back under their names.
 struct manifest_layer {
@@ -43,119 +44,211 @@ struct model_manifest {
 
 namespace detail {
 
-inline bool size_list(const nlohmann::json& j, std::vector<std::size_t>& out) {
-  if (j.is_number_unsigned()) {
-    out = {j.get<std::size_t>()};
-    return true;
+/// The keys a manifest entry of type `t` may have.
+[[nodiscard]] inline std::vector<std::string_view> entry_keys(layer_type t) {
+  std::vector<std::string_view> known = {"name", "type"};
+  if (t == layer_type::avg_pool2d) {
+    known.insert(known.end(), {"kernel_size", "stride"});
+    return known;
   }
-  if (!j.is_array())
-    return false;
-  out.clear();
-  for (const auto& v : j) {
-    if (!v.is_number_unsigned())
-      return false;
-    out.push_back(v.get<std::size_t>());
-  }
-  return true;
-}
-
-[[nodiscard]] inline error manifest_error(std::string message, std::string note = {}) {
-  return make_error(errc::manifest_invalid, std::move(message), std::move(note));
-}
-
-/// `e[key]`, a string naming a tensor of `weights`, read into `out`.
-template <class Weights>
-[[nodiscard]] result<> tensor_field(const nlohmann::json& e, const char* key,
-                                    const Weights& weights, const std::string& at,
-                                    xt::xarray<float>& out, std::string& name) {
-  if (!e.contains(key) || !e[key].is_string())
-    return manifest_error(at + "\"" + key + "\" must name a tensor of the weights file");
-  name = e[key].template get<std::string>();
-  auto t = weights.get(name);
-  if (!t)
-    return manifest_error(at + "\"" + key + "\": " + t.error().message);
-  out = xt::xarray<float>::from_shape(t->shape);
-  std::copy(t->data.begin(), t->data.end(), out.begin());
-  return {};
-}
-
-template <class Weights>
-[[nodiscard]] result<> vector_field(const nlohmann::json& e, const char* key,
-                                    const Weights& weights, const std::string& at,
-                                    std::vector<float>& out, std::string& name) {
-  xt::xarray<float> t;
-  auto r = tensor_field(e, key, weights, at, t, name);
-  if (r)
-    out.assign(t.begin(), t.end());
-  return r;
-}
-
-/// An optional key of type `T` (bool, float or std::string): `fallback` when absent, false when
-/// present with another type (nlohmann's `value()` would throw instead).
-template <class T>
-[[nodiscard]] bool optional_field(const nlohmann::json& e, const char* key, T fallback, T& out) {
-  out = std::move(fallback);
-  if (!e.contains(key))
-    return true;
-  const auto& v = e[key];
-  if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean())
-      return false;
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string())
-      return false;
+  known.insert(known.end(), {"weight", "bias", "batch_norm", "activation"});
+  if (t == layer_type::linear) {
+    known.emplace_back("flatten");
   } else {
-    if (!v.is_number())
-      return false;
+    known.insert(known.end(), {"stride", "padding", "dilation", "groups", "padding_mode"});
   }
-  out = v.template get<T>();
-  return true;
+  if (is_conv_transpose(t))
+    known.emplace_back("output_padding");
+  return known;
 }
 
-/// E804 for the first key of `e` that is not in `known`: a typo ("batchnorm") would otherwise
-/// be ignored and change the calibration with no word.
-[[nodiscard]] inline result<> known_keys(const nlohmann::json& e,
-                                         const std::vector<std::string_view>& known,
-                                         const std::string& at) {
-  for (const auto& [key, value] : e.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return manifest_error(at + "unknown key \"" + key + "\"", suggest(key, known));
-    }
+/// An AvgPool2d entry's kernel_size and stride (the stride defaults to the kernel size).
+[[nodiscard]] inline result<> read_pool_fields(const nlohmann::json& e, const std::string& at,
+                                               manifest_layer& m) {
+  if (!e.contains("kernel_size") || !size_list(e["kernel_size"], m.kernel_size))
+    return manifest_error(at + "AvgPool2d needs \"kernel_size\"");
+  if (m.kernel_size.size() == 1)
+    m.kernel_size.push_back(m.kernel_size[0]);
+  m.pool_stride = m.kernel_size;
+  if (e.contains("stride") && !size_list(e["stride"], m.pool_stride))
+    return manifest_error(at + "\"stride\" must be a list of sizes");
+  if (m.pool_stride.size() == 1)
+    m.pool_stride.push_back(m.pool_stride[0]);
+  for (const auto& [key, v] :
+       {std::pair{"kernel_size", &m.kernel_size}, std::pair{"stride", &m.pool_stride}}) {
+    if (auto st = check_attribute(*v, key, 1, 2, at); !st)
+      return st;
   }
   return {};
 }
 
-/// The spatial rank of a conv layer (Conv1d 1, Conv2d 2, Conv3d 3, ...).
-[[nodiscard]] inline std::size_t spatial_rank(layer_type t) noexcept {
-  switch (t) {
-    case layer_type::conv1d:
-    case layer_type::conv_transpose1d:
-      return 1;
-    case layer_type::conv3d:
-      return 3;
-    default:
-      return 2;
+/// A conv or Linear entry's convolution attributes, groups, padding_mode and flatten.
+[[nodiscard]] inline result<> read_conv_attributes(const nlohmann::json& e, const std::string& at,
+                                                   manifest_layer& m) {
+  auto& conv = m.desc.conv;
+  for (const auto* key : {"stride", "padding", "dilation", "output_padding"}) {
+    if (!e.contains(key))
+      continue;
+    const std::string k = key;
+    auto& dst = k == "stride"     ? conv.stride
+                : k == "padding"  ? conv.padding
+                : k == "dilation" ? conv.dilation
+                                  : conv.output_padding;
+    if (!size_list(e[key], dst))
+      return manifest_error(at + "\"" + key + "\" must be a list of sizes");
+    const std::size_t lowest = k == "stride" || k == "dilation" ? 1 : 0;
+    if (auto st = check_attribute(dst, key, lowest, spatial_rank(m.desc.type), at); !st)
+      return st;
   }
+  if (e.contains("groups")) {
+    if (!e["groups"].is_number_unsigned() || e["groups"].get<std::size_t>() == 0)
+      return manifest_error(at + "\"groups\" must be a positive integer");
+    conv.groups = e["groups"].get<std::size_t>();
+  }
+  if (e.contains("padding_mode")) {
+    if (!e["padding_mode"].is_string())
+      return manifest_error(at + "\"padding_mode\" must be a string");
+    conv.padding_mode = e["padding_mode"].get<std::string>();
+  }
+  if (!optional_field(e, "flatten", false, m.flatten))
+    return manifest_error(at + "\"flatten\" must be true or false");
+  return {};
 }
 
-/// A conv attribute: 1 value or one per spatial dimension, each in [lowest, 2^20].
-[[nodiscard]] inline result<> check_attribute(const std::vector<std::size_t>& v,
-                                              std::string_view key, std::size_t lowest,
-                                              std::size_t rank, const std::string& at) {
-  constexpr std::size_t largest = std::size_t{1} << 20;
-  if (v.size() != 1 && v.size() != rank) {
-    return manifest_error(at + "\"" + std::string(key) + "\" has " + std::to_string(v.size()) +
-                          " values; the layer has " + std::to_string(rank) +
-                          " spatial dimension(s) (give 1 or " + std::to_string(rank) + ")");
-  }
-  for (const auto x : v) {
-    if (x < lowest || x > largest) {
-      return manifest_error(at + "\"" + std::string(key) + "\" value " + std::to_string(x) +
-                            " is outside [" + std::to_string(lowest) + ", " +
-                            std::to_string(largest) + "]");
+/// An entry's "batch_norm" object: its four tensors and eps.
+template <class Weights>
+[[nodiscard]] result<> read_batch_norm(const nlohmann::json& bn, const Weights& weights,
+                                       const std::string& at, manifest_layer& m) {
+  if (!bn.is_object())
+    return manifest_error(at + "\"batch_norm\" must be an object");
+  if (auto st = known_keys(bn, {"weight", "bias", "running_mean", "running_var", "eps"},
+                           at + "batch_norm: ");
+      !st)
+    return st;
+  batch_norm_params p;
+  m.batch_norm_names.resize(4);
+  const char* keys[] = {"weight", "bias", "running_mean", "running_var"};
+  std::vector<float>* dst[] = {&p.weight, &p.bias, &p.running_mean, &p.running_var};
+  for (int k = 0; k < 4; ++k) {
+    if (auto r = vector_field(bn, keys[k], weights, at + "batch_norm: ", *dst[k],
+                              m.batch_norm_names[static_cast<std::size_t>(k)]);
+        !r) {
+      return r.error();
     }
   }
+  if (bn.contains("eps")) {
+    if (!bn["eps"].is_number())
+      return manifest_error(at + "batch_norm: \"eps\" must be a number");
+    p.eps = bn["eps"].get<float>();
+  }
+  m.desc.batch_norm = std::move(p);
   return {};
+}
+
+/// An entry's "activation": a type name, or an object with "type" and its attributes.
+template <class Weights>
+[[nodiscard]] result<> read_activation(const nlohmann::json& a, const Weights& weights,
+                                       const std::string& at, activation_desc& d) {
+  const std::string kind = a.is_string() ? a.get<std::string>()
+                           : a.is_object() && a.contains("type") && a["type"].is_string()
+                               ? a["type"].get<std::string>()
+                               : "";
+  const nlohmann::json attrs = a.is_object() ? a : nlohmann::json::object();
+  const std::vector<std::string_view> attr_keys =
+      kind == "LeakyReLU" ? std::vector<std::string_view>{"type", "negative_slope"}
+      : kind == "PReLU"   ? std::vector<std::string_view>{"type", "weight"}
+      : kind == "GELU"    ? std::vector<std::string_view>{"type", "approximate"}
+      : kind == "RReLU"   ? std::vector<std::string_view>{"type", "lower", "upper"}
+                          : std::vector<std::string_view>{"type"};
+  if (auto st = known_keys(attrs, attr_keys, at + "activation: "); !st)
+    return st.error();
+  if (kind == "ReLU") {
+    d.kind = activation_kind::relu;
+  } else if (kind == "ReLU6") {
+    d.kind = activation_kind::relu6;
+  } else if (kind == "Sigmoid") {
+    d.kind = activation_kind::sigmoid;
+  } else if (kind == "Tanh") {
+    d.kind = activation_kind::tanh;
+  } else if (kind == "LeakyReLU") {
+    d.kind = activation_kind::leaky_relu;
+    if (!optional_field(attrs, "negative_slope", 0.01f, d.negative_slope))
+      return manifest_error(at + "LeakyReLU \"negative_slope\" must be a number");
+  } else if (kind == "PReLU") {
+    d.kind = activation_kind::prelu;
+    std::string name;
+    if (auto r = vector_field(attrs, "weight", weights, at + "PReLU: ", d.prelu_weight, name); !r) {
+      return r.error();
+    }
+  } else if (kind == "GELU") {
+    d.kind = activation_kind::gelu;
+    std::string approx;
+    if (!optional_field(attrs, "approximate", std::string("none"), approx) ||
+        (approx != "none" && approx != "tanh")) {
+      return manifest_error(at + R"(GELU "approximate" must be "none" or "tanh")");
+    }
+    d.gelu_tanh = approx == "tanh";
+  } else if (kind == "RReLU") {
+    d.kind = activation_kind::rrelu;
+    if (!optional_field(attrs, "lower", 1.0f / 8.0f, d.rrelu_lower) ||
+        !optional_field(attrs, "upper", 1.0f / 3.0f, d.rrelu_upper)) {
+      return manifest_error(at + R"(RReLU "lower" and "upper" must be numbers)");
+    }
+  } else {
+    return manifest_error(at +
+                          "activation must be one of ReLU, ReLU6, Sigmoid, Tanh, LeakyReLU, PReLU, "
+                          "GELU, RReLU");
+  }
+  return {};
+}
+
+/// Entry `i` (counted from 0) of the "layers" list.
+template <class Weights>
+[[nodiscard]] result<manifest_layer> read_entry(const nlohmann::json& e, std::size_t i,
+                                                const Weights& weights) {
+  std::string at = "layer " + std::to_string(i + 1) + ": ";  // counted from 1
+  if (!e.is_object() || !e.contains("name") || !e["name"].is_string())
+    return manifest_error(at + "needs a string \"name\"");
+  manifest_layer m;
+  m.desc.name = e["name"].get<std::string>();
+  at = "layer '" + m.desc.name + "': ";
+  if (!e.contains("type") || !e["type"].is_string())
+    return manifest_error(at + "needs a string \"type\"");
+  const auto type = layer_type_from_string(e["type"].get<std::string>());
+  if (!type) {
+    return manifest_error(at + "type \"" + e["type"].get<std::string>() +
+                          "\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, ConvTranspose1d, "
+                          "ConvTranspose2d, Linear, AvgPool2d)");
+  }
+  m.desc.type = *type;
+  if (auto st = known_keys(e, entry_keys(m.desc.type), at); !st)
+    return st.error();
+  if (m.desc.type == layer_type::avg_pool2d) {
+    if (auto st = read_pool_fields(e, at, m); !st)
+      return st.error();
+    return m;
+  }
+  if (!e.contains("weight"))
+    return manifest_error(at + "needs \"weight\"");
+  if (auto r = tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name); !r)
+    return r.error();
+  if (e.contains("bias")) {
+    xt::xarray<float> b;
+    if (auto r = tensor_field(e, "bias", weights, at, b, m.bias_name); !r)
+      return r.error();
+    m.desc.bias = std::move(b);
+  }
+  if (auto st = read_conv_attributes(e, at, m); !st)
+    return st.error();
+  if (e.contains("batch_norm")) {
+    if (auto st = read_batch_norm(e["batch_norm"], weights, at, m); !st)
+      return st.error();
+  }
+  if (e.contains("activation")) {
+    if (auto st = read_activation(e["activation"], weights, at, m.desc.activation); !st)
+      return st.error();
+  }
+  return m;
 }
 
 }  // namespace detail
@@ -178,202 +271,16 @@ template <class Weights>
         !st)
       return st.error();
   }
-  if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array()) {
+  if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
     return manifest_error("the manifest must be a JSON object with a \"layers\" list");
-  }
   model_manifest out;
-  if (j.contains("input_shape") && !detail::size_list(j["input_shape"], out.input_shape)) {
+  if (j.contains("input_shape") && !detail::size_list(j["input_shape"], out.input_shape))
     return manifest_error("\"input_shape\" must be a list of sizes");
-  }
   for (std::size_t i = 0; i < j["layers"].size(); ++i) {
-    const auto& e = j["layers"][i];
-    std::string at = "layer " + std::to_string(i + 1) + ": ";  // counted from 1
-    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
-      return manifest_error(at + "needs a string \"name\"");
-    }
-    manifest_layer m;
-    m.desc.name = e["name"].get<std::string>();
-    at = "layer '" + m.desc.name + "': ";
-    if (!e.contains("type") || !e["type"].is_string()) {
-      return manifest_error(at + "needs a string \"type\"");
-    }
-    const auto type = layer_type_from_string(e["type"].get<std::string>());
-    if (!type) {
-      return manifest_error(
-          at + "type \"" + e["type"].get<std::string>() +
-          "\" is not one ptq calibrates (Conv1d, Conv2d, Conv3d, ConvTranspose1d, "
-          "ConvTranspose2d, Linear, AvgPool2d)");
-    }
-    m.desc.type = *type;
-    const bool pool = m.desc.type == layer_type::avg_pool2d;
-    const bool linear = m.desc.type == layer_type::linear;
-    const bool transpose =
-        m.desc.type == layer_type::conv_transpose1d || m.desc.type == layer_type::conv_transpose2d;
-    std::vector<std::string_view> known = {"name", "type"};
-    if (pool) {
-      known.insert(known.end(), {"kernel_size", "stride"});
-    } else {
-      known.insert(known.end(), {"weight", "bias", "batch_norm", "activation"});
-      if (linear) {
-        known.emplace_back("flatten");
-      } else {
-        known.insert(known.end(), {"stride", "padding", "dilation", "groups", "padding_mode"});
-      }
-      if (transpose)
-        known.emplace_back("output_padding");
-    }
-    if (auto st = detail::known_keys(e, known, at); !st)
-      return st.error();
-    if (m.desc.type == layer_type::avg_pool2d) {
-      if (!e.contains("kernel_size") || !detail::size_list(e["kernel_size"], m.kernel_size)) {
-        return manifest_error(at + "AvgPool2d needs \"kernel_size\"");
-      }
-      if (m.kernel_size.size() == 1)
-        m.kernel_size.push_back(m.kernel_size[0]);
-      m.pool_stride = m.kernel_size;
-      if (e.contains("stride") && !detail::size_list(e["stride"], m.pool_stride)) {
-        return manifest_error(at + "\"stride\" must be a list of sizes");
-      }
-      if (m.pool_stride.size() == 1)
-        m.pool_stride.push_back(m.pool_stride[0]);
-      for (const auto& [key, v] :
-           {std::pair{"kernel_size", &m.kernel_size}, std::pair{"stride", &m.pool_stride}}) {
-        if (auto st = detail::check_attribute(*v, key, 1, 2, at); !st)
-          return st.error();
-      }
-      out.layers.push_back(std::move(m));
-      continue;
-    }
-    if (!e.contains("weight")) {
-      return manifest_error(at + "needs \"weight\"");
-    }
-    if (auto r = detail::tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name); !r) {
-      return r.error();
-    }
-    if (e.contains("bias")) {
-      xt::xarray<float> b;
-      if (auto r = detail::tensor_field(e, "bias", weights, at, b, m.bias_name); !r)
-        return r.error();
-      m.desc.bias = std::move(b);
-    }
-    auto& conv = m.desc.conv;
-    for (const auto* key : {"stride", "padding", "dilation", "output_padding"}) {
-      if (!e.contains(key))
-        continue;
-      const std::string k = key;
-      auto& dst = k == "stride"     ? conv.stride
-                  : k == "padding"  ? conv.padding
-                  : k == "dilation" ? conv.dilation
-                                    : conv.output_padding;
-      if (!detail::size_list(e[key], dst)) {
-        return manifest_error(at + "\"" + key + "\" must be a list of sizes");
-      }
-      const std::size_t lowest = k == "stride" || k == "dilation" ? 1 : 0;
-      if (auto st =
-              detail::check_attribute(dst, key, lowest, detail::spatial_rank(m.desc.type), at);
-          !st)
-        return st.error();
-    }
-    if (e.contains("groups")) {
-      if (!e["groups"].is_number_unsigned() || e["groups"].get<std::size_t>() == 0) {
-        return manifest_error(at + "\"groups\" must be a positive integer");
-      }
-      conv.groups = e["groups"].get<std::size_t>();
-    }
-    if (e.contains("padding_mode")) {
-      if (!e["padding_mode"].is_string()) {
-        return manifest_error(at + "\"padding_mode\" must be a string");
-      }
-      conv.padding_mode = e["padding_mode"].get<std::string>();
-    }
-    if (!detail::optional_field(e, "flatten", false, m.flatten))
-      return manifest_error(at + "\"flatten\" must be true or false");
-    if (e.contains("batch_norm")) {
-      const auto& bn = e["batch_norm"];
-      if (!bn.is_object()) {
-        return manifest_error(at + "\"batch_norm\" must be an object");
-      }
-      if (auto st = detail::known_keys(bn, {"weight", "bias", "running_mean", "running_var", "eps"},
-                                       at + "batch_norm: ");
-          !st)
-        return st.error();
-      batch_norm_params p;
-      m.batch_norm_names.resize(4);
-      const char* keys[] = {"weight", "bias", "running_mean", "running_var"};
-      std::vector<float>* dst[] = {&p.weight, &p.bias, &p.running_mean, &p.running_var};
-      for (int k = 0; k < 4; ++k) {
-        if (auto r = detail::vector_field(bn, keys[k], weights, at + "batch_norm: ", *dst[k],
-                                          m.batch_norm_names[static_cast<std::size_t>(k)]);
-            !r) {
-          return r.error();
-        }
-      }
-      if (bn.contains("eps")) {
-        if (!bn["eps"].is_number()) {
-          return manifest_error(at + "batch_norm: \"eps\" must be a number");
-        }
-        p.eps = bn["eps"].get<float>();
-      }
-      m.desc.batch_norm = std::move(p);
-    }
-    if (e.contains("activation")) {
-      const auto& a = e["activation"];
-      const std::string kind = a.is_string() ? a.get<std::string>()
-                               : a.is_object() && a.contains("type") && a["type"].is_string()
-                                   ? a["type"].get<std::string>()
-                                   : "";
-      auto& d = m.desc.activation;
-      const nlohmann::json attrs = a.is_object() ? a : nlohmann::json::object();
-      const std::vector<std::string_view> attr_keys =
-          kind == "LeakyReLU" ? std::vector<std::string_view>{"type", "negative_slope"}
-          : kind == "PReLU"   ? std::vector<std::string_view>{"type", "weight"}
-          : kind == "GELU"    ? std::vector<std::string_view>{"type", "approximate"}
-          : kind == "RReLU"   ? std::vector<std::string_view>{"type", "lower", "upper"}
-                              : std::vector<std::string_view>{"type"};
-      if (auto st = detail::known_keys(attrs, attr_keys, at + "activation: "); !st)
-        return st.error();
-      if (kind == "ReLU") {
-        d.kind = activation_kind::relu;
-      } else if (kind == "ReLU6") {
-        d.kind = activation_kind::relu6;
-      } else if (kind == "Sigmoid") {
-        d.kind = activation_kind::sigmoid;
-      } else if (kind == "Tanh") {
-        d.kind = activation_kind::tanh;
-      } else if (kind == "LeakyReLU") {
-        d.kind = activation_kind::leaky_relu;
-        if (!detail::optional_field(attrs, "negative_slope", 0.01f, d.negative_slope))
-          return manifest_error(at + "LeakyReLU \"negative_slope\" must be a number");
-      } else if (kind == "PReLU") {
-        d.kind = activation_kind::prelu;
-        std::string name;
-        if (auto r = detail::vector_field(attrs, "weight", weights, at + "PReLU: ", d.prelu_weight,
-                                          name);
-            !r) {
-          return r.error();
-        }
-      } else if (kind == "GELU") {
-        d.kind = activation_kind::gelu;
-        std::string approx;
-        if (!detail::optional_field(attrs, "approximate", std::string("none"), approx) ||
-            (approx != "none" && approx != "tanh")) {
-          return manifest_error(at + R"(GELU "approximate" must be "none" or "tanh")");
-        }
-        d.gelu_tanh = approx == "tanh";
-      } else if (kind == "RReLU") {
-        d.kind = activation_kind::rrelu;
-        if (!detail::optional_field(attrs, "lower", 1.0f / 8.0f, d.rrelu_lower) ||
-            !detail::optional_field(attrs, "upper", 1.0f / 3.0f, d.rrelu_upper)) {
-          return manifest_error(at + R"(RReLU "lower" and "upper" must be numbers)");
-        }
-      } else {
-        return manifest_error(
-            at +
-            "activation must be one of ReLU, ReLU6, Sigmoid, Tanh, LeakyReLU, PReLU, "
-            "GELU, RReLU");
-      }
-    }
-    out.layers.push_back(std::move(m));
+    auto m = detail::read_entry(j["layers"][i], i, weights);
+    if (!m)
+      return m.error();
+    out.layers.push_back(std::move(m).value());
   }
   return out;
 }

@@ -71,107 +71,122 @@ inline void to_json(nlohmann::ordered_json& j, const record_file& rec) {
 
 namespace detail {
 
+[[nodiscard]] inline error record_value_error(std::string message) {
+  return make_error(errc::record_value_invalid, std::move(message));
+}
+
+/// A JSON number (not a boolean) as float; `at` names the field in the error.
+[[nodiscard]] inline result<float> json_number(const nlohmann::ordered_json& v,
+                                               const std::string& at) {
+  if (!v.is_number() || v.is_boolean())
+    return record_value_error(at + " must be a number");
+  return static_cast<float>(v.get<double>());
+}
+
+/// A JSON integer in [lo, hi].
+[[nodiscard]] inline result<long long> json_integer(const nlohmann::ordered_json& v,
+                                                    const std::string& at, long long lo,
+                                                    long long hi) {
+  // An unsigned value above LLONG_MAX would wrap in get<long long>(), so it is compared as is.
+  const bool fits =
+      v.is_number_unsigned()
+          ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
+          : v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi;
+  if (!fits) {
+    return record_value_error(at + " must be an integer in [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "]");
+  }
+  return v.get<long long>();
+}
+
+/// A JSON string into `dst`.
+[[nodiscard]] inline result<> json_text(const nlohmann::ordered_json& v, const std::string& at,
+                                        std::optional<std::string>& dst) {
+  if (!v.is_string())
+    return record_value_error(at + " must be a string");
+  dst = v.get<std::string>();
+  return {};
+}
+
+/// One of the list fields (scale_w, tensor_balance_factor, offset_w, shift_bit) into `r`.
+[[nodiscard]] inline result<> read_record_list(const std::string& field,
+                                               const nlohmann::ordered_json& x,
+                                               const std::string& at, layer_record& r) {
+  if (!x.is_array())
+    return record_value_error(at + " must be a list");
+  for (const auto& item : x) {
+    if (field == "scale_w" || field == "tensor_balance_factor") {
+      auto s = json_number(item, at);
+      if (!s)
+        return s.error();
+      (field == "scale_w" ? r.scale_w : r.tensor_balance_factor).push_back(s.value());
+    } else if (field == "offset_w") {
+      auto n = json_integer(item, at, INT32_MIN, INT32_MAX);
+      if (!n)
+        return n.error();
+      r.offset_w.push_back(static_cast<std::int32_t>(n.value()));
+    } else {
+      auto n = json_integer(item, at, 0, UINT32_MAX);
+      if (!n)
+        return n.error();
+      r.shift_bit.push_back(static_cast<std::uint32_t>(n.value()));
+    }
+  }
+  return {};
+}
+
+/// Field `field` of a record entry (`at` names it) into `r`.
+[[nodiscard]] inline result<> read_record_field(const std::string& field,
+                                                const nlohmann::ordered_json& x,
+                                                const std::string& at, layer_record& r) {
+  if (field == "scale_d") {
+    auto s = json_number(x, at);
+    if (!s)
+      return s.error();
+    r.scale_d = s.value();
+    return {};
+  }
+  if (field == "offset_d") {
+    auto n = json_integer(x, at, INT32_MIN, INT32_MAX);
+    if (!n)
+      return n.error();
+    r.offset_d = static_cast<std::int32_t>(n.value());
+    return {};
+  }
+  if (field == "scale_w" || field == "tensor_balance_factor" || field == "offset_w" ||
+      field == "shift_bit") {
+    return read_record_list(field, x, at, r);
+  }
+  if (field == "skip_fusion") {
+    if (!x.is_boolean())
+      return record_value_error(at + " must be true or false");
+    r.skip_fusion = x.get<bool>();
+    return {};
+  }
+  if (field == "dst_type")
+    return json_text(x, at, r.dst_type);
+  if (field == "act_type")
+    return json_text(x, at, r.act_type);
+  if (field == "wts_type")
+    return json_text(x, at, r.wts_type);
+  if (field == "fakequant_precision_mode")
+    return json_text(x, at, r.fakequant_precision_mode);
+  return record_value_error(at + " is not a record field");
+}
+
 /// The record's fields from `j`, or errc::record_value_invalid naming the field.
 [[nodiscard]] inline result<record_file> record_from_json(const nlohmann::ordered_json& j) {
-  const auto fail = [](std::string message) -> result<record_file> {
-    return make_error(errc::record_value_invalid, std::move(message));
-  };
   if (!j.is_object())
-    return fail("a record must be a JSON object keyed by layer name");
+    return record_value_error("a record must be a JSON object keyed by layer name");
   record_file out;
-  std::string error;  // what the checks below found, when they return false
-  auto number = [&](const nlohmann::ordered_json& v, const std::string& at, float& dst) {
-    if (!v.is_number() || v.is_boolean()) {
-      error = at + " must be a number";
-      return false;
-    }
-    dst = static_cast<float>(v.get<double>());
-    return true;
-  };
-  auto integer = [&](const nlohmann::ordered_json& v, const std::string& at, long long lo,
-                     long long hi, long long& dst) {
-    // An unsigned value above LLONG_MAX would wrap in get<long long>(), so it is compared as is.
-    const bool fits =
-        v.is_number_unsigned()
-            ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
-            : v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi;
-    if (!fits) {
-      error =
-          at + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-      return false;
-    }
-    dst = v.get<long long>();
-    return true;
-  };
-  auto text = [&](const nlohmann::ordered_json& v, const std::string& at,
-                  std::optional<std::string>& dst) {
-    if (!v.is_string()) {
-      error = at + " must be a string";
-      return false;
-    }
-    dst = v.get<std::string>();
-    return true;
-  };
   for (const auto& [key, v] : j.items()) {
-    if (!v.is_object()) {
-      return fail("'" + key + "' must be an object");
-    }
+    if (!v.is_object())
+      return record_value_error("'" + key + "' must be an object");
     record_entry e;
     e.key = key;
-    auto& r = e.value;
     for (const auto& [field, x] : v.items()) {
-      const std::string at = "'" + key + "." + field + "'";
-      long long n = 0;
-      if (field == "scale_d") {
-        float s = 0;
-        if (!number(x, at, s))
-          return fail(error);
-        r.scale_d = s;
-      } else if (field == "offset_d") {
-        if (!integer(x, at, INT32_MIN, INT32_MAX, n))
-          return fail(error);
-        r.offset_d = static_cast<std::int32_t>(n);
-      } else if (field == "scale_w" || field == "tensor_balance_factor" || field == "offset_w" ||
-                 field == "shift_bit") {
-        if (!x.is_array()) {
-          return fail(at + " must be a list");
-        }
-        for (const auto& item : x) {
-          float s = 0;
-          if (field == "scale_w" || field == "tensor_balance_factor") {
-            if (!number(item, at, s))
-              return fail(error);
-            (field == "scale_w" ? r.scale_w : r.tensor_balance_factor).push_back(s);
-          } else if (field == "offset_w") {
-            if (!integer(item, at, INT32_MIN, INT32_MAX, n))
-              return fail(error);
-            r.offset_w.push_back(static_cast<std::int32_t>(n));
-          } else {
-            if (!integer(item, at, 0, UINT32_MAX, n))
-              return fail(error);
-            r.shift_bit.push_back(static_cast<std::uint32_t>(n));
-          }
-        }
-      } else if (field == "skip_fusion") {
-        if (!x.is_boolean()) {
-          return fail(at + " must be true or false");
-        }
-        r.skip_fusion = x.get<bool>();
-      } else if (field == "dst_type") {
-        if (!text(x, at, r.dst_type))
-          return fail(error);
-      } else if (field == "act_type") {
-        if (!text(x, at, r.act_type))
-          return fail(error);
-      } else if (field == "wts_type") {
-        if (!text(x, at, r.wts_type))
-          return fail(error);
-      } else if (field == "fakequant_precision_mode") {
-        if (!text(x, at, r.fakequant_precision_mode))
-          return fail(error);
-      } else {
-        return fail(at + " is not a record field");
-      }
+      if (auto st = read_record_field(field, x, "'" + key + "." + field + "'", e.value); !st)
+        return st.error();
     }
     out.records.push_back(std::move(e));
   }

@@ -82,10 +82,17 @@ struct session_layer {
   std::size_t ada_changed = 0;
 };
 
-/// Whether the layer's weights are learned from samples by AdaRound (`quantize_ada`).
-[[nodiscard]] inline bool learns_from_samples(const session_layer& l) noexcept {
-  return l.plan.quant_enable && l.calibrator && needs_samples(*l.calibrator) &&
+/// Whether the layer's weights are AdaRound's: the policy make_layer_calibrator picks for its
+/// plan (weight_algo_of: ADA where the type supports it, otherwise the toolkit's ARQ defaults),
+/// on an enabled layer with a weight. The one test the session, the report and the tool share.
+[[nodiscard]] inline bool uses_ada_round(const session_layer& l) noexcept {
+  return l.plan.quant_enable && weight_algo_of(l.plan) == weight_algo::ada &&
          l.desc.type != layer_type::avg_pool2d;
+}
+
+/// Whether the layer's weights are still to be learned from samples (`quantize_ada`).
+[[nodiscard]] inline bool learns_from_samples(const session_layer& l) noexcept {
+  return uses_ada_round(l) && l.calibrator.has_value();
 }
 
 /// Calls fn(Policy{}, settings) with the activation policy of the layer's calibrator and its

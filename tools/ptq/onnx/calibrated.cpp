@@ -20,8 +20,7 @@ weight_channels channels_of(const ptq::manifest_layer& m) {
   const auto& s = m.desc.weight.shape();
   const std::size_t n = m.desc.weight.size();
   w.channel.resize(n);
-  using lt = ptq::layer_type;
-  if (m.desc.type == lt::conv_transpose1d || m.desc.type == lt::conv_transpose2d) {
+  if (ptq::is_conv_transpose(m.desc.type)) {
     // C × M/g × k…: AMCT's Cout index of group gi, column j is gi·(M/g) + j.
     const std::size_t g = m.desc.conv.groups, per = n / (s[0] * s[1]);
     w.cout = s[1] * g;

@@ -20,10 +20,6 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-[[nodiscard]] constexpr bool is_conv_transpose(layer_type op) noexcept {
-  return op == layer_type::conv_transpose1d || op == layer_type::conv_transpose2d;
-}
-
 /// The weight rank of a layer kind (0 when the layer has no weight).
 [[nodiscard]] constexpr std::size_t weight_rank(layer_type op) noexcept {
   switch (op) {
