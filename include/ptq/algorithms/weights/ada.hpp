@@ -190,12 +190,10 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
   return y;
 }
 
-/// AdaRound of one layer (docs/ada.md): KL scales, then `num_iteration` Adam steps on α over
-/// minibatches, then hard rounding. Errors: bad geometry or activation, missing or non-finite
-/// data, bad settings, a non-finite loss.
-[[nodiscard]] inline result<ada_result> ada_round(
-    const ada_problem& p, const ada_settings& s,
-    const kernels::kernel_set& k = kernels::default_kernels()) {
+namespace detail {
+
+/// ada_round's inputs and settings, checked before any work.
+[[nodiscard]] inline result<> check_ada_problem(const ada_problem& p, const ada_settings& s) {
   const auto fail = [&](std::string what) {
     return make_error(errc::invalid_argument, p.name + ": " + std::move(what));
   };
@@ -217,20 +215,19 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
     return fail("no weight");
   if (s.num_iteration > 0 && (p.samples == 0 || !p.input))
     return fail("AdaRound needs input samples (none given)");
+  return {};
+}
 
-  const layer_geometry& geo = p.geometry;
-  const std::vector<std::size_t> wshape = weight_shape(geo);
-  const tensor_ref wref{p.weight, wshape, p.name + ".weight"};
-  const std::size_t groups = geo.type == layer_type::linear ? 1 : geo.groups;
-  auto scales = ada_kl_calibrate(wref, geo.type, groups, s.channel_wise, k);
-  if (!scales)
-    return scales.error();
+/// The soft rounding before the first step: each weight's channel scale (of the KL `scales`),
+/// its floor on the grid, and α from the fractional part.
+[[nodiscard]] inline result<ada_state> initial_ada_state(const ada_problem& p,
+                                                         const tensor_ref& wref, std::size_t groups,
+                                                         const weight_quant_result& scales) {
   const std::size_t nw = wref.size();
-
-  detail::ada_state st;
-  st.scale.resize(nw);  // the scale of each weight's output channel
-  if (auto e = detail::for_each_channel_run(
-          wshape, geo.type, groups, scales.value(), wref.name,
+  ada_state st;
+  st.scale.resize(nw);
+  if (auto e = for_each_channel_run(
+          wref.shape, p.geometry.type, groups, scales, wref.name,
           [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
             std::fill_n(st.scale.begin() + static_cast<std::ptrdiff_t>(off), len, qz.scale);
           });
@@ -248,99 +245,111 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
     st.base[i] = f;
     st.alpha[i] = ada_alpha_init(r - f);
   }
+  return st;
+}
 
-  if (s.num_iteration > 0) {
-    const std::size_t in = input_size(geo);
-    const std::size_t out = output_size(geo);
-    const std::size_t spatial = out / geo.out_channels;
-    if (auto c = checked_minmax(p.name + " input", p.input, p.samples * in, k.minmax); !c)
-      return c.error();
-    std::vector<float> own_target;
-    const float* target = p.target;
-    if (!target) {
-      auto t = ada_float_target(p, k, s.threads);
-      if (!t)
-        return t.error();
-      own_target = std::move(t).value();
-      target = own_target.data();
+/// `num_iteration` Adam steps on α (docs/ada.md) over minibatches of the samples, towards the
+/// target act(float layer): `p.target`, or computed here when it is null.
+[[nodiscard]] inline result<> optimise_ada(const ada_problem& p, const ada_settings& s,
+                                           const kernels::kernel_set& k, ada_state& st) {
+  const layer_geometry& geo = p.geometry;
+  const std::size_t nw = st.alpha.size();
+  const std::size_t in = input_size(geo);
+  const std::size_t out = output_size(geo);
+  const std::size_t spatial = out / geo.out_channels;
+  if (auto c = checked_minmax(p.name + " input", p.input, p.samples * in, k.minmax); !c)
+    return c.error();
+  std::vector<float> own_target;
+  const float* target = p.target;
+  if (!target) {
+    auto t = ada_float_target(p, k, s.threads);
+    if (!t)
+      return t.error();
+    own_target = std::move(t).value();
+    target = own_target.data();
+  }
+  if (auto c = checked_minmax(p.name + " target", target, p.samples * out, k.minmax); !c)
+    return c.error();
+
+  const std::size_t batch = std::min(s.batch_size, p.samples);
+  const std::size_t madds = batch * nw * (out / geo.out_channels);
+  const unsigned threads = madds >= s.parallel_madds ? s.threads : 1U;
+  layer_compute lc(geo, threads, k);
+  std::vector<float> xb(batch * in);
+  std::vector<float> tb(batch * out);
+  std::vector<float> z(batch * out);
+  std::vector<float> y(batch * out);
+  std::vector<float> w(nw);
+  std::vector<float> gw(nw);
+  std::vector<std::size_t> perm(p.samples);
+  for (std::size_t i = 0; i < perm.size(); ++i)
+    perm[i] = i;
+  std::mt19937_64 rng(s.seed);
+
+  const std::size_t total = s.num_iteration;
+  // The regulariser is off while t < warm_start·num_iteration.
+  const double warm = static_cast<double>(s.warm_start) * static_cast<double>(total);
+  const auto norm = static_cast<double>(batch * spatial);
+  for (std::size_t t = 0; t < total; ++t) {
+    // Minibatch: the first `batch` entries of a partial Fisher–Yates shuffle (distinct samples).
+    for (std::size_t i = 0; i < batch; ++i) {
+      const std::size_t j = i + static_cast<std::size_t>(rng() % (p.samples - i));
+      std::swap(perm[i], perm[j]);
     }
-    if (auto c = checked_minmax(p.name + " target", target, p.samples * out, k.minmax); !c)
-      return c.error();
-
-    const std::size_t batch = std::min(s.batch_size, p.samples);
-    const std::size_t madds = batch * nw * (out / geo.out_channels);
-    const unsigned threads = madds >= s.parallel_madds ? s.threads : 1U;
-    layer_compute lc(geo, threads, k);
-    std::vector<float> xb(batch * in);
-    std::vector<float> tb(batch * out);
-    std::vector<float> z(batch * out);
-    std::vector<float> y(batch * out);
-    std::vector<float> w(nw);
-    std::vector<float> gw(nw);
-    std::vector<std::size_t> perm(p.samples);
-    for (std::size_t i = 0; i < perm.size(); ++i)
-      perm[i] = i;
-    std::mt19937_64 rng(s.seed);
-
-    const std::size_t total = s.num_iteration;
-    // The regulariser is off while t < warm_start·num_iteration.
-    const double warm = static_cast<double>(s.warm_start) * static_cast<double>(total);
-    const auto norm = static_cast<double>(batch * spatial);
-    for (std::size_t t = 0; t < total; ++t) {
-      // Minibatch: the first `batch` entries of a partial Fisher–Yates shuffle (distinct samples).
-      for (std::size_t i = 0; i < batch; ++i) {
-        const std::size_t j = i + static_cast<std::size_t>(rng() % (p.samples - i));
-        std::swap(perm[i], perm[j]);
+    kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+      std::copy_n(p.input + perm[i] * in, in, xb.data() + i * in);
+      std::copy_n(target + perm[i] * out, out, tb.data() + i * out);
+    });
+    detail::ada_soft_weight(st, w.data(), k, threads);
+    // The geometry and activation were checked above: these cannot fail.
+    (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
+    // Per sample, on the threads: y = act(z), d = y - target (kept in tb for the loss),
+    // ∂recon/∂y = scale·d, then ∂recon/∂z into y. Element-wise, so the same bits.
+    const auto scale = static_cast<float>(2.0 / norm);
+    kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
+      float* yi = y.data() + i * out;
+      float* di = tb.data() + i * out;
+      const float* zi = z.data() + i * out;
+      (void)activation_forward(p.activation, zi, yi, 1, geo.out_channels, spatial);
+      for (std::size_t e = 0; e < out; ++e) {
+        di[e] = yi[e] - di[e];
+        yi[e] = scale * di[e];
       }
-      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
-        std::copy_n(p.input + perm[i] * in, in, xb.data() + i * in);
-        std::copy_n(target + perm[i] * out, out, tb.data() + i * out);
-      });
-      detail::ada_soft_weight(st, w.data(), k, threads);
-      // The geometry and activation were checked above: these cannot fail.
-      (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
-      // Per sample, on the threads: y = act(z), d = y - target (kept in tb for the loss),
-      // ∂recon/∂y = scale·d, then ∂recon/∂z into y. Element-wise, so the same bits.
-      const auto scale = static_cast<float>(2.0 / norm);
-      kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
-        float* yi = y.data() + i * out;
-        float* di = tb.data() + i * out;
-        const float* zi = z.data() + i * out;
-        (void)activation_forward(p.activation, zi, yi, 1, geo.out_channels, spatial);
-        for (std::size_t e = 0; e < out; ++e) {
-          di[e] = yi[e] - di[e];
-          yi[e] = scale * di[e];
-        }
-        (void)activation_backward(p.activation, zi, yi, yi, 1, geo.out_channels, spatial);
-      });
-      // The loss is one double sum in element order, as it always was (on one thread).
-      double recon = 0.0;
-      for (std::size_t i = 0; i < batch * out; ++i)
-        recon += static_cast<double>(tb[i]) * static_cast<double>(tb[i]);
-      recon /= norm;
-      (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
-      const float beta = static_cast<double>(t) >= warm
-                             ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)
-                             : 0.0f;
-      const adam_step_constants ac = adam_constants(s.adam, t + 1);
-      const kernels::ada_step_params sp{s.reg_param,    beta,         s.adam.beta1, s.adam.beta2,
-                                        s.adam.epsilon, ac.step_size, ac.sqrt_bias2};
-      const double round = detail::ada_update(st, gw.data(), sp, k, threads);
-      if (!std::isfinite(recon + round)) {
-        return make_error(
-            errc::non_finite,
-            p.name + ": the AdaRound loss is not finite at iteration " + std::to_string(t + 1));
-      }
-      if (s.on_progress &&
-          ((t + 1) % std::max<std::size_t>(s.report_every, 1) == 0 || t + 1 == total)) {
-        s.on_progress(ada_progress{t + 1, total, recon, round});
-      }
+      (void)activation_backward(p.activation, zi, yi, yi, 1, geo.out_channels, spatial);
+    });
+    // The loss is one double sum in element order, as it always was (on one thread).
+    double recon = 0.0;
+    for (std::size_t i = 0; i < batch * out; ++i)
+      recon += static_cast<double>(tb[i]) * static_cast<double>(tb[i]);
+    recon /= norm;
+    (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
+    const float beta = static_cast<double>(t) >= warm
+                           ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)
+                           : 0.0f;
+    const adam_step_constants ac = adam_constants(s.adam, t + 1);
+    const kernels::ada_step_params sp{s.reg_param,    beta,         s.adam.beta1, s.adam.beta2,
+                                      s.adam.epsilon, ac.step_size, ac.sqrt_bias2};
+    const double round = detail::ada_update(st, gw.data(), sp, k, threads);
+    if (!std::isfinite(recon + round)) {
+      return make_error(
+          errc::non_finite,
+          p.name + ": the AdaRound loss is not finite at iteration " + std::to_string(t + 1));
+    }
+    if (s.on_progress &&
+        ((t + 1) % std::max<std::size_t>(s.report_every, 1) == 0 || t + 1 == total)) {
+      s.on_progress(ada_progress{t + 1, total, recon, round});
     }
   }
+  return {};
+}
 
-  // Hard rounding (ptq's decision, docs/ada.md): h ≥ 0.5 rounds up.
+/// The hard rounding of the learned α (ptq's decision, docs/ada.md: h ≥ 0.5 rounds up), with
+/// the KL `params` and the counts of rounded-up and changed weights.
+[[nodiscard]] inline ada_result hard_round(const ada_problem& p, const ada_state& st,
+                                           weight_quant_result params) {
+  const std::size_t nw = st.alpha.size();
   ada_result r;
-  r.params = std::move(scales).value();
+  r.params = std::move(params);
   r.weight.resize(nw);
   for (std::size_t i = 0; i < nw; ++i) {
     const bool up = ada_rectified_sigmoid(st.alpha[i]) >= 0.5f;
@@ -351,6 +360,32 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
     r.weight[i] = q * st.scale[i];
   }
   return r;
+}
+
+}  // namespace detail
+
+/// AdaRound of one layer (docs/ada.md): KL scales, then `num_iteration` Adam steps on α over
+/// minibatches, then hard rounding. Errors: bad geometry or activation, missing or non-finite
+/// data, bad settings, a non-finite loss.
+[[nodiscard]] inline result<ada_result> ada_round(
+    const ada_problem& p, const ada_settings& s,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = detail::check_ada_problem(p, s); !st)
+    return st.error();
+  const layer_geometry& geo = p.geometry;
+  const tensor_ref wref{p.weight, weight_shape(geo), p.name + ".weight"};
+  const std::size_t groups = geo.type == layer_type::linear ? 1 : geo.groups;
+  auto scales = ada_kl_calibrate(wref, geo.type, groups, s.channel_wise, k);
+  if (!scales)
+    return scales.error();
+  auto st = detail::initial_ada_state(p, wref, groups, scales.value());
+  if (!st)
+    return st.error();
+  if (s.num_iteration > 0) {
+    if (auto o = detail::optimise_ada(p, s, k, st.value()); !o)
+      return o.error();
+  }
+  return detail::hard_round(p, st.value(), std::move(scales).value());
 }
 
 }  // namespace PTQ_ABI_NAMESPACE
