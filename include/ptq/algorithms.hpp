@@ -1,7 +1,7 @@
 // ptq algorithms: ARQ, ADA (AdaRound and its layer arithmetic), IFMR and HFMG observers, the DMQ
 // balancer, the ConvTranspose channel geometry, the compile-time policies and the layer
-// calibrator, and the runtime dispatcher. Depends on core, kernels, config (resolved layers);
-// no xtensor.
+// calibrator, the observers chosen at run time, and the two-pass states. Depends on core,
+// kernels, config (the plan types); no xtensor.
 #pragma once
 
 #include "ptq/algorithms/activation_observer.hpp"

@@ -1,7 +1,7 @@
 // The activation and weight calibrations chosen at run time, for callers without a config
-// (`ptq observe`, `ptq weights`): a small runtime description (which algorithm + its settings)
-// and the compile-time policies it picks (policies.hpp). The session uses make_layer_calibrator
-// (layer_calibrator.hpp) instead.
+// (`ptq observe`, an engine calling the library directly): a small runtime description (which
+// algorithm + its settings) and the compile-time policies it picks (policies.hpp). The session
+// uses make_layer_calibrator (layer_calibrator.hpp) instead.
 // Depends on: core.
 #pragma once
 

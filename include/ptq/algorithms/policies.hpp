@@ -259,13 +259,14 @@ struct policy_list {};
 using weight_policies = policy_list<arq, ada>;
 using activation_policies = policy_list<ifmr, hfmg>;
 
-/// Calls fn(Policy{}) with the policy of `list` whose `algo` is `algo` (the last one if none is).
+/// Calls fn(Policy{}) with the policy of `list` whose `algo` is `algo` (the first one if none
+/// is: ARQ, IFMR).
 template <class Algo, class Fn, class Policy, class... Rest>
 decltype(auto) with_policy(Algo algo, policy_list<Policy, Rest...>, Fn&& fn) {
   if constexpr (sizeof...(Rest) == 0) {
     return std::forward<Fn>(fn)(Policy{});
   } else {
-    if (algo == Policy::algo)
+    if (algo == Policy::algo || !((algo == Rest::algo) || ...))
       return std::forward<Fn>(fn)(Policy{});
     return with_policy(algo, policy_list<Rest...>{}, std::forward<Fn>(fn));
   }

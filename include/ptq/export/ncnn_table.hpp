@@ -2,7 +2,7 @@
 // lines `<layer>_param_0 m_0 ... m_{K-1}` (multipliers 1/scale_w, K = num_output, or group for
 // ConvolutionDepthWise), then the activation lines `<layer> m` (127/amax, or 1/scale_d when
 // exact). Floats are the shortest text that reads back to the same float32; no blank line,
-// which would end ncnn's reader. Needs the manifest (layer types, Cout). Standard library.
+// which would end ncnn's reader. Needs the manifest (layer types, Cout).
 // Depends on: detail.
 #pragma once
 

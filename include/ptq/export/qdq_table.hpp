@@ -174,19 +174,34 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   }
 }
 
-/// The activation's quantizer from the record's scale_d, offset_d and act_type.
-[[nodiscard]] inline result<qdq_activation> activation_of_record(const std::string& name,
-                                                                 const layer_record& r,
-                                                                 const qdq_options& opt) {
+/// The record's scale_d, and the activation and weight bits of its act_type and wts_type.
+struct record_bits {
+  int activation = 8;
+  int weight = 8;
+};
+
+[[nodiscard]] inline result<record_bits> check_record_types(const std::string& name,
+                                                            const layer_record& r) {
   if (!r.scale_d || !r.offset_d)
     return export_error(errc::export_value_invalid, name, "the record has no scale_d/offset_d");
   if (!std::isfinite(*r.scale_d) || !(*r.scale_d > 0.0f)) {
     return export_error(errc::export_value_invalid, name,
                         "scale_d " + shortest_repr(*r.scale_d) + " is not finite and positive");
   }
-  const int abits = type_bits(r.act_type.value_or("INT8"));
-  if (abits != 4 && abits != 8 && abits != 16)
+  record_bits bits{type_bits(r.act_type.value_or("INT8")), type_bits(r.wts_type.value_or("INT8"))};
+  if (bits.activation != 4 && bits.activation != 8 && bits.activation != 16)
     return export_error(errc::export_value_invalid, name, "act_type is not INT4, INT8 or INT16");
+  if (bits.weight == 0 || bits.weight == 16) {
+    return export_error(errc::export_value_invalid, name,
+                        "wts_type is not INT4, INT6, INT7 or INT8");
+  }
+  return bits;
+}
+
+/// The activation's quantizer from the record's scale_d and offset_d on `abits` bits.
+[[nodiscard]] inline result<qdq_activation> activation_of_record(const std::string& name,
+                                                                 const layer_record& r, int abits,
+                                                                 const qdq_options& opt) {
   qdq_activation a;
   a.tensor = name;
   a.scale = *r.scale_d;
@@ -296,15 +311,14 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
   const auto& r = e.value;
   qdq_layer l;
   l.name = e.key;
-  auto a = activation_of_record(l.name, r, opt);
+  auto bits = check_record_types(l.name, r);
+  if (!bits)
+    return bits.error();
+  const int wbits = bits->weight;
+  auto a = activation_of_record(l.name, r, bits->activation, opt);
   if (!a)
     return a.error();
   l.activation = std::move(a).value();
-  const int wbits = type_bits(r.wts_type.value_or("INT8"));
-  if (wbits == 0 || wbits == 16) {
-    return export_error(errc::export_value_invalid, l.name,
-                        "wts_type is not INT4, INT6, INT7 or INT8");
-  }
   l.force_fp16 = r.fakequant_precision_mode.value_or("") == "FORCE_FP16_QUANT";
   l.dmq_factors = r.tensor_balance_factor;
   for (const float b : l.dmq_factors) {

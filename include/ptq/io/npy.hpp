@@ -262,9 +262,10 @@ struct npy_dict {
                "truncated data: expected " + std::to_string(want) + " bytes, found " +
                    std::to_string(have));
   }
-  if (have > want)
+  if (have > want) {
     return err(errc::trailing_data, name,
                std::to_string(have - want) + " bytes after the array data");
+  }
   npy_header out;
   out.shape = std::move(dict->shape);
   out.descr = std::move(dict->descr);

@@ -75,7 +75,7 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
     return make_error(st.error().code, at + st.error().message);
   out.data.assign(input.data, input.data + input.size());
   if (auto st = divide_by_balance_factors(d, factors, out.data.data(), input.shape); !st)
-    return st.error();
+    return make_error(st.error().code, at + st.error().message);
   return out;
 }
 

@@ -36,7 +36,7 @@ namespace detail {
     return input.data;
   scaled.assign(input.data, input.data + input.size());
   if (auto st = divide_by_balance_factors(l, scaled.data(), input.shape); !st)
-    return st.error();
+    return in_layer(l.desc.name, st.error());
   return static_cast<const float*>(scaled.data());
 }
 
@@ -147,23 +147,31 @@ template <class Fn>
       !st) {
     return st;
   }
-  if (l.batches_seen == batch_num)
+  if (l.batches_seen == batch_num) {
     return detail::with_two_pass_observer(l, [&](auto& o) -> result<> {
       if (auto st = o.next_pass(); !st)
         return in_layer(l.desc.name, st.error());
       return {};
     });
+  }
   if (l.batches_seen < 2 * batch_num)
     return {};
-  return detail::with_two_pass_observer(l, [&](auto& o) -> result<> {
-    auto r = o.finalize();
-    if (!r)
-      return in_layer(l.desc.name, r.error());
-    l.activation_params = ctx.fp16 ? with_fp16_scale(r.value()) : r.value();
-    l.calibrator.reset();
-    l.activation_pass = {};
-    return {};
-  });
+  activation_quant_result r;
+  if (auto st = detail::with_two_pass_observer(l,
+                                               [&](auto& o) -> result<> {
+                                                 auto f = o.finalize();
+                                                 if (!f)
+                                                   return in_layer(l.desc.name, f.error());
+                                                 r = f.value();
+                                                 return {};
+                                               });
+      !st) {
+    return st;
+  }
+  l.activation_params = ctx.fp16 ? with_fp16_scale(r) : r;
+  l.calibrator.reset();
+  l.activation_pass = {};
+  return {};
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -259,13 +259,13 @@ template <class Source>
   return file_calibration{std::move(rec).value(), std::move(sqnr).value()};
 }
 
-/// calibrate_from_files on one of `comm.size()` processes (`s` made with session_options::shard
-/// {comm.rank(), comm.size()}): every rank runs phases 2 and 3 alike (the DMQ factors from
-/// batch 0, the weights, AdaRound), feeds its own batches (b % size == rank) twice and exchanges
-/// the states after each pass (shard_exchange.hpp). `batches` lists every batch; a rank needs
-/// only batch 0, its own and, on rank 0, the last (the SQNR) opened (a null source elsewhere).
-/// No rank returns before the exchanges: a local error travels through them, and every rank
-/// returns the lowest failing rank's error. Otherwise every rank returns the record, and rank
+/// calibrate_from_files on one of `comm.size()` processes (`s` made with the sharded activation
+/// mode, rank comm.rank() of comm.size()): every rank runs phases 2 and 3 alike (the DMQ factors
+/// from batch 0, the weights, AdaRound), feeds its own batches (b % size == rank) twice and
+/// exchanges the states after each pass (shard_exchange.hpp). `batches` lists every batch; a rank
+/// needs only batch 0, its own and, on rank 0, the last (the SQNR) opened (a null source
+/// elsewhere). No rank returns before the exchanges: a local error travels through them, and every
+/// rank returns the lowest failing rank's error. Otherwise every rank returns the record, and rank
 /// 0 the SQNR too (empty on the others).
 template <class Source, class Comm>
 [[nodiscard]] result<file_calibration> calibrate_from_files_sharded(

@@ -3,7 +3,7 @@
 // Produces the session's layer descriptions. It sits with the session, not in io/: it describes
 // layers, and io/ reads files without knowing what a layer is. The tensors come from any
 // weights source whose `get(name)` returns a `result<T>` with `shape` and `data` (such as
-// io::safetensors_file), so this header needs no io header. Adds nlohmann_json.
+// io::safetensors_file), so this header needs no io header.
 // Depends on: core, detail and nlohmann_json.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The record as JSON: {"<layer>": {"scale_d": ..., "offset_d": ..., "scale_w": [...], ...}}, in
-// the record's order, with the same fields and checks as the proto-text form. Adds nlohmann_json.
+// the record's order, with the same fields and checks as the proto-text form.
 // Depends on: core, detail and nlohmann_json.
 #pragma once
 

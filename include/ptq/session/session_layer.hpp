@@ -53,9 +53,19 @@ struct two_pass_layer {
   std::size_t batch_size = 0;
 };
 
-/// What an activation mode keeps per layer besides the calibrator (session_layer).
-using activation_pass_state =
-    std::variant<std::monostate, two_pass_layer<ifmr>, two_pass_layer<hfmg>, invariant_histogram>;
+namespace detail {
+template <class Policies>
+struct pass_state_variant;
+template <class... Policies>
+struct pass_state_variant<policy_list<Policies...>> {
+  using type = std::variant<std::monostate, two_pass_layer<Policies>..., invariant_histogram>;
+};
+}  // namespace detail
+
+/// What an activation mode keeps per layer besides the calibrator (session_layer): nothing, the
+/// two-pass observer of each activation policy (policies.hpp's list), or the order-invariant
+/// histogram.
+using activation_pass_state = typename detail::pass_state_variant<activation_policies>::type;
 
 /// One layer's state in a session.
 struct session_layer {
@@ -108,15 +118,14 @@ decltype(auto) with_layer_activation_policy(const session_layer& l, Fn&& fn) {
 }
 
 /// The layer's input `x` (its `shape`, float32, in place) divided by its DMQ factors, as the
-/// layer sees it; nothing without DMQ. The one place every path divides.
+/// layer sees it; nothing without DMQ. The one place every path divides; callers name the
+/// layer or file in the error as their path does.
 [[nodiscard]] inline result<> divide_by_balance_factors(const layer_desc& d,
                                                         const std::vector<float>& factors, float* x,
                                                         const std::vector<std::size_t>& shape) {
   if (factors.empty())
     return {};
-  if (auto st = dmq_apply_to_activation(x, shape, d.type, factors); !st)
-    return in_layer(d.name, st.error());
-  return {};
+  return dmq_apply_to_activation(x, shape, d.type, factors);
 }
 [[nodiscard]] inline result<> divide_by_balance_factors(const session_layer& l, float* x,
                                                         const std::vector<std::size_t>& shape) {

@@ -1,4 +1,4 @@
-// Phase 4 sharded over processes (`session_options::shard`, docs/scale-out.md). Rank r of R
+// Phase 4 sharded over processes (`activation_mode::kind::sharded`, docs/scale-out.md). Rank r of R
 // feeds the batches b with b % R == r, in order, through each layer's two-pass observer; after
 // each pass the ranks exchange their states (shard_exchange.hpp): rank 0 merges them, every rank
 // adopts the merge. After pass 1 that is the merged pass-1 state (so every rank plans the same

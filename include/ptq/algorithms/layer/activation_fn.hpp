@@ -2,7 +2,7 @@
 // Activations): its description, and elementwise forward and backward (dz = dy·act'(z)) of every
 // kind with PyTorch's formulas and its derivative conventions at the kinks. Layout n × channels ×
 // spatial (Linear: spatial 1); only PReLU looks at the channel. Float32, scalar, one fixed
-// formula per kind (no reassociation), so results are deterministic. Standard library and core.
+// formula per kind (no reassociation), so results are deterministic.
 // Depends on: core.
 #pragma once
 
