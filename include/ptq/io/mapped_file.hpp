@@ -11,20 +11,16 @@
 // A mapped file must not be truncated by another process while it is in use (reading a page past
 // the new end raises SIGBUS, as with every mmap reader); files being written should be written
 // atomically (to a temporary, then renamed), as ptq's own writers do.
-// Standard library plus POSIX stat/open/mmap.
+// POSIX mmap; the file is opened and checked by read_file.hpp's open_regular_file.
 // Depends on: core.
 #pragma once
 
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ptq/core/error.hpp"
@@ -82,32 +78,11 @@ class mapped_file {
 /// errc::file_open_failed, errc::not_a_file, errc::file_too_large, errc::read_failed.
 [[nodiscard]] inline result<mapped_file> map_file(const std::string& path,
                                                   std::uint64_t max_bytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return make_error(errc::file_open_failed,
-                      "cannot open '" + path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode))
-    return detail::not_regular(path, st.st_mode);
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return detail::too_large(path, static_cast<std::uint64_t>(st.st_size), max_bytes);
-  // O_NONBLOCK: should the path become a FIFO between stat and open, open must not block.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return make_error(errc::file_open_failed,
-                      "cannot open '" + path + "': " + std::strerror(errno));
-  }
-  struct fd_closer {
-    int fd;
-    ~fd_closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0)
-    return make_error(errc::read_failed, "cannot read '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return detail::not_regular(path, st.st_mode);
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > max_bytes)
-    return detail::too_large(path, size, max_bytes);
+  auto file = detail::open_regular_file(path, max_bytes);
+  if (!file)
+    return file.error();
+  const int fd = file->fd();
+  const std::uint64_t size = file->size();
   if (size == 0)
     return mapped_file{};
   // MAP_POPULATE faults the pages in up front, in one call, instead of one fault per 4 KiB page

@@ -72,6 +72,64 @@ namespace detail {
                                               " bytes; the limit is " + byte_count(max_bytes));
 }
 
+/// A read-only descriptor of a regular file, closed with its owner, and the file's size.
+class open_file {
+ public:
+  open_file(int fd, std::uint64_t size) noexcept : fd_(fd), size_(size) {}
+  open_file(open_file&& o) noexcept : fd_(o.fd_), size_(o.size_) { o.fd_ = -1; }
+  open_file(const open_file&) = delete;
+  open_file& operator=(const open_file&) = delete;
+  open_file& operator=(open_file&&) = delete;
+  ~open_file() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+  /// The descriptor, no longer closed by this object.
+  [[nodiscard]] int release() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+  std::uint64_t size_;
+};
+
+/// Opens the regular file at `path` of at most `max_bytes`, the checks read_file and map_file
+/// share: a missing file, a directory, device, FIFO or socket, and the size, before and after
+/// the open (the path may change between them).
+[[nodiscard]] inline result<open_file> open_regular_file(const std::string& path,
+                                                         std::uint64_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return make_error(errc::file_open_failed,
+                      "cannot open '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return not_regular(path, st.st_mode);
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
+    return too_large(path, static_cast<std::uint64_t>(st.st_size), max_bytes);
+  // O_NONBLOCK: should the path become a FIFO between stat and open, open must not block;
+  // fstat then checks what was actually opened.
+  open_file f(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK), 0);
+  if (f.fd() < 0) {
+    return make_error(errc::file_open_failed,
+                      "cannot open '" + path + "': " + std::strerror(errno));
+  }
+  if (::fstat(f.fd(), &st) != 0) {
+    return make_error(errc::read_failed, "cannot read '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return not_regular(path, st.st_mode);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes)
+    return too_large(path, size, max_bytes);
+  return open_file(f.release(), size);
+}
+
 }  // namespace detail
 
 /// The whole contents of the regular file at `path`, at most `max_bytes` long. Errors:
@@ -79,34 +137,11 @@ namespace detail {
 /// errc::file_too_large (with the limit), errc::read_failed. An empty file is an empty string.
 [[nodiscard]] inline result<std::string> read_file(const std::string& path,
                                                    std::uint64_t max_bytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return make_error(errc::file_open_failed,
-                      "cannot open '" + path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode))
-    return detail::not_regular(path, st.st_mode);
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes)
-    return detail::too_large(path, static_cast<std::uint64_t>(st.st_size), max_bytes);
-  // O_NONBLOCK: should the path become a FIFO between stat and open, open must not block;
-  // fstat then checks what was actually opened.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return make_error(errc::file_open_failed,
-                      "cannot open '" + path + "': " + std::strerror(errno));
-  }
-  struct fd_closer {
-    int fd;
-    ~fd_closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0) {
-    return make_error(errc::read_failed, "cannot read '" + path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode))
-    return detail::not_regular(path, st.st_mode);
-  const auto size = static_cast<std::uint64_t>(st.st_size);
-  if (size > max_bytes)
-    return detail::too_large(path, size, max_bytes);
+  auto file = detail::open_regular_file(path, max_bytes);
+  if (!file)
+    return file.error();
+  const int fd = file->fd();
+  const std::uint64_t size = file->size();
   std::string out;
   out.resize(static_cast<std::size_t>(size));
   std::uint64_t have = 0;

@@ -23,7 +23,6 @@
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
-#include "ptq/session/checks.hpp"
 #include "ptq/session/layer.hpp"
 
 namespace ptq {
