@@ -35,20 +35,31 @@ constexpr std::size_t max_rendered = std::size_t{16} << 10;
   __builtin_trap();
 }
 
-/// A known position must name an existing line and a column at most one past its end.
+/// Where the line that starts at `begin` ends: at LF, or at a CR that no LF follows (a lone CR
+/// ends a line for the parser, W607), or at the end of the text.
+std::size_t line_end(std::string_view text, std::size_t begin) {
+  for (std::size_t i = begin; i < text.size(); ++i) {
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')))
+      return i;
+  }
+  return text.size();
+}
+
+/// A known position must name an existing line and a column at most one past its end (a CR of
+/// a CR LF pair counts as a column, as the lexer counts it; a leading BOM does not).
 void check_position(const ptq::diagnostic& d, std::string_view text) {
   if (!d.where.known())
     return;
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    text.remove_prefix(3);
   std::size_t begin = 0;
   for (std::uint32_t line = 1; line < d.where.begin.line; ++line) {
-    const auto nl = text.find('\n', begin);
-    if (nl == std::string_view::npos)
+    const auto end = line_end(text, begin);
+    if (end == text.size())
       invariant_failed();
-    begin = nl + 1;
+    begin = end + 1;
   }
-  auto end = text.find('\n', begin);
-  if (end == std::string_view::npos)
-    end = text.size();
+  const auto end = line_end(text, begin);
   if (d.where.begin.column == 0 || d.where.begin.column > end - begin + 1)
     invariant_failed();
 }

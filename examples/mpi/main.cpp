@@ -28,21 +28,8 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
   if (!created)
     return created.error();
   auto s = std::move(created).value();
-  const auto current = [&] {
-    std::vector<const ptq::layer_desc*> v;
-    for (const auto& l : s.layers())
-      v.push_back(&l.desc);
-    return v;
-  };
   // Phases 2 and 3 on every rank alike: the DMQ factors from batch 0, then the weights.
-  ptq::result<> local;
-  const auto dmq = s.dmq_layers();
-  digits::forward(data.model, current(), digits::rows(data.calib, 0, batch_size),
-                  [&](std::size_t i, digits::tensor& x) {
-                    const auto& name = data.model.layers[i].desc.name;
-                    if (local && std::find(dmq.begin(), dmq.end(), name) != dmq.end())
-                      local = s.feed_dmq(name, ptq::as_tensor_ref(x, name + " input"));
-                  });
+  ptq::result<> local = digits::feed_dmq(s, data.model, ptq::batch_rows(data.calib, 0, batch_size));
   if (local)
     local = s.quantize_weights();
   if (local && !s.ada_layers().empty()) {
@@ -55,19 +42,25 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
   for (int pass = 1; pass <= 2; ++pass) {
     for (std::size_t i = 0; i < own && local; ++i) {
       const std::size_t b = comm.rank() + i * comm.size();
-      if ((b + 1) * batch_size > data.calib.shape()[0]) {
+      if ((b + 1) * batch_size > data.calib.shape[0]) {
         local = ptq::make_error(ptq::errc::session_input_invalid,
                                 "batch " + std::to_string(b) + " is past the calibration images");
         break;
       }
-      digits::forward(
-          data.model, current(), digits::rows(data.calib, b * batch_size, (b + 1) * batch_size),
-          [&](std::size_t l, digits::tensor& x) {
+      auto r = digits::forward(
+          data.model, digits::session_descs(s),
+          ptq::batch_rows(data.calib, b * batch_size, (b + 1) * batch_size),
+          [&](std::size_t l, digits::batch& x) {
             const auto& layer = s.layers()[l];
-            if (local && layer.plan.quant_enable)
-              local = s.feed(layer.desc.name, ptq::as_tensor_ref(x, layer.desc.name + " input"));
-            digits::divide_by_factors(x, layer.balance_factors, layer.desc.type);
+            if (layer.plan.quant_enable) {
+              if (auto st = s.feed(layer.desc.name, ptq::batch_ref(x, layer.desc.name + " input"));
+                  !st)
+                return st;
+            }
+            return digits::divide_by_factors(s, l, x);
           });
+      if (!r)
+        local = r.error();
     }
     if (auto st = ptq::exchange_shard_states(s, comm, local); !st)
       return st.error();

@@ -4,4 +4,5 @@
 #pragma once
 
 #include "ptq/export/formats.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 #include "ptq/manifest.hpp"

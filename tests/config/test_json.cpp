@@ -124,6 +124,24 @@ TEST_CASE("malformed JSON reports line and column", "[json]") {
   CHECK(r.error().where.begin.column == 3);
 }
 
+TEST_CASE("malformed JSON with classic Mac OS line ends: lines end at a lone CR, as excerpts do",
+          "[json]") {
+  // The config lexer and the excerpt count a CR that no LF follows as a line end; a JSON error
+  // counted with LF only would name line 1 and show the wrong text.
+  const std::string text = "{\r  \"version\": 1,\r\n  oops\r}";
+  const auto r = ptq::try_read_quant_config(text);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().where.begin.line == 3);
+  CHECK(r.error().where.begin.column == 3);
+  const std::string rendered = ptq::format_diagnostic(r.error(), text, "q.json");
+  CHECK(rendered.rfind("q.json:3:3: error: malformed JSON: [json.exception.parse_error.101] "
+                       "parse error: syntax error while parsing object key",
+                       0) == 0);  // nlohmann's own (LF-only) line count is left out
+  CHECK(rendered.substr(rendered.find('\n') + 1) ==
+        " 3 |   oops\n"
+        "   |   ^\n");
+}
+
 TEST_CASE("a UTF-8 byte order mark before the JSON is skipped; columns count from after it",
           "[json]") {
   const std::string bom = "\xEF\xBB\xBF";

@@ -16,6 +16,7 @@
 #include "export_fixtures.hpp"
 #include "ptq/export/aimet.hpp"
 #include "ptq/export/amct_deploy.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 
 using ptq_test::entry;
 using ptq_test::layer;

@@ -8,6 +8,7 @@
 #include "export_fixtures.hpp"
 #include "ptq/export/qdq_json.hpp"
 #include "ptq/export/qdq_table.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 
 using ptq_test::entry;
 using ptq_test::layer;
@@ -69,7 +70,7 @@ TEST_CASE("qdq table: the weight axis follows the layer type (spec 4.3)") {
   CHECK(t->layers[1].cout == 10);
   CHECK(t->layers[1].cin == 6);
   CHECK(t->layers[2].weight->axis == 0);
-  CHECK(t->layers[2].groups == 3);
+  CHECK(t->layers[2].conv.groups == 3);
   CHECK(t->layers[2].cin == 3);
 }
 

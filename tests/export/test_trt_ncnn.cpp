@@ -14,6 +14,7 @@
 #include "export_fixtures.hpp"
 #include "grammar_parsers.hpp"
 #include "ptq/export/ncnn_table.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 #include "ptq/export/trt_cache.hpp"
 
 using ptq_test::entry;

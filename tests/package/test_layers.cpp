@@ -174,3 +174,56 @@ TEST_CASE("the layer checker finds what breaks the rules", "[package][layers]") 
   CHECK(layer_problems("core/c.hpp", "// A.\n#pragma once\n// Depends on: the standard library.\n")
             .size() == 1);
 }
+
+namespace {
+
+/// Every header `rel` reaches through its includes, itself too: ptq headers by their path
+/// under include/ptq/, the libraries by library_of's names.
+std::set<std::string> reach_of(const fs::path& root, const std::string& rel) {
+  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::set<std::string> seen;
+  std::vector<std::string> todo{rel};
+  while (!todo.empty()) {
+    const std::string at = todo.back();
+    todo.pop_back();
+    if (!seen.insert(at).second)
+      continue;
+    std::istringstream in(read_text(root / at));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include_line))
+        continue;
+      const std::string header = m[1];
+      if (header.rfind("ptq/", 0) == 0)
+        todo.push_back(header.substr(4));
+      else if (const std::string lib = library_of(header); !lib.empty())
+        seen.insert(lib);
+    }
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("the record-only exporters reach neither xtensor nor the algorithms",
+          "[package][layers]") {
+  // A TensorRT cache or an ncnn table from a record alone must not compile the session's
+  // tensors and numerics; only the manifest's face (qdq_table_from_manifest.hpp) does.
+  const fs::path root = fs::path(PTQ_SOURCE_DIR) / "include" / "ptq";
+  for (const char* rel : {"export/qdq_table.hpp", "export/trt_cache.hpp", "export/ncnn_table.hpp",
+                          "export/aimet.hpp", "export/amct_deploy.hpp", "export/qdq_json.hpp",
+                          "export/symmetric.hpp", "export/formats.hpp"}) {
+    const auto reach = reach_of(root, rel);
+    INFO(rel);
+    CHECK(reach.count("xtensor") == 0u);
+    CHECK(reach.count("xsimd") == 0u);
+    CHECK(std::none_of(reach.begin(), reach.end(), [](const std::string& h) {
+      return h.rfind("algorithms/", 0) == 0 || h.rfind("session/model_manifest", 0) == 0;
+    }));
+  }
+  // The checker sees through includes: the manifest's face reaches both.
+  const auto full = reach_of(root, "export/qdq_table_from_manifest.hpp");
+  CHECK(full.count("xtensor") == 1u);
+  CHECK(full.count("algorithms/layer/conv_bn_fusion.hpp") == 1u);
+}

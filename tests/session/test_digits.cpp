@@ -58,8 +58,8 @@ const digits::pipeline_result& run(const std::string& config_file, unsigned thre
 TEST_CASE("the bundled model loads and its FP32 accuracy is the trained one", "[digits]") {
   const auto& d = data();
   CHECK(d.model.layers.size() == 4);
-  CHECK(d.test.shape()[0] == 540);
-  CHECK(d.calib.shape()[0] == 64);
+  CHECK(d.test.shape[0] == 540);
+  CHECK(d.calib.shape[0] == 64);
   const auto r = run("quant_hfmg.cfg");
   CHECK(r.fp32_accuracy == Approx(0.9925925926).margin(1e-9));  // 536 of 540, as trained
 }

@@ -258,7 +258,8 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   auto r = run(base + " --ada-data deconv_x.safetensors --record deconv_record.txt --json");
   INFO(r.err);
   REQUIRE(r.code == 0);
-  CHECK(r.out.find("\"algorithms\": \"ada/ifmr\"") != std::string::npos);
+  CHECK(r.out.find("\"weight_algorithm\": \"ada\"") != std::string::npos);
+  CHECK(r.out.find("\"activation_algorithm\": \"ifmr\"") != std::string::npos);
   std::string text;
   text = ptq::value_or_throw(ptq::read_text_file("deconv_record.txt"));
   const auto rec = ptq::try_parse_record(text);

@@ -192,3 +192,31 @@ TEST_CASE("report paths are outputs: checked first, written all or nothing",
   CHECK(r.out.find("\nreport:             rep_alone.html\n") != std::string::npos);
   CHECK(std::remove("rep_alone.html") == 0);
 }
+
+TEST_CASE("ptq calibrate --json lists its layers as the report does", "[calibrate][report]") {
+  // One per-layer schema: --json's layers are the report JSON's without the search statistics.
+  const auto r = ptq_test::run_cli(
+      "calibrate --quiet --json --record json_layers.txt --report-json json_layers.rj");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto printed = nlohmann::json::parse(r.out);
+  const auto report = nlohmann::json::parse(slurp("json_layers.rj"));
+  CHECK(std::remove("json_layers.txt") == 0);
+  CHECK(std::remove("json_layers.rj") == 0);
+  REQUIRE(printed["layers"].size() == 4);
+  REQUIRE(report["layers"].size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto a = printed["layers"][i], b = report["layers"][i];
+    INFO(b["name"]);
+    if (b["quant_enable"] == true) {
+      CHECK(a["activation"].is_null());
+      CHECK(b["activation"].is_object());
+      a.erase("activation");
+      b.erase("activation");
+    }
+    CHECK(a == b);
+  }
+  CHECK(printed["layers"][1]["name"] == "conv2");
+  CHECK(printed["layers"][1]["weight_algorithm"] == "arq");
+  CHECK(printed["layers"][1]["scale_w"].size() == 32);  // conv2: Cout 32
+}

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bundled_model.hpp"
+#include "ptq/session/calibrate_files.hpp"
 #include "ptq/session/calibration_session.hpp"
 
 namespace ptq_cli {
@@ -42,7 +43,7 @@ namespace detail {
 
 /// Layer i's input divided by its DMQ factors, if it has any (what the next layers see).
 [[nodiscard]] inline ptq::result<> divide_by_factors(const ptq::calibration_session& s,
-                                                     std::size_t i, batch_tensor& x) {
+                                                     std::size_t i, ptq::io::float_tensor& x) {
   return ptq::divide_by_balance_factors(s.layers()[i], x.data.data(), x.shape);
 }
 
@@ -52,13 +53,14 @@ namespace detail {
   const auto dmq = s.dmq_layers();
   if (dmq.empty())
     return {};
-  auto r = forward(m.model, session_descs(s), rows(m.calib, 0, batch_size), threads,
-                   [&](std::size_t i, batch_tensor& x) -> ptq::result<> {
-                     const auto& name = s.layers()[i].desc.name;
-                     if (std::find(dmq.begin(), dmq.end(), name) == dmq.end())
-                       return {};
-                     return s.feed_dmq(name, x.ref(name + " input"));
-                   });
+  auto r = ptq::forward_sequential(m.model, session_descs(s),
+                                   ptq::batch_rows(m.calib, 0, batch_size), threads,
+                                   [&](std::size_t i, ptq::io::float_tensor& x) -> ptq::result<> {
+                                     const auto& name = s.layers()[i].desc.name;
+                                     if (std::find(dmq.begin(), dmq.end(), name) == dmq.end())
+                                       return {};
+                                     return s.feed_dmq(name, ptq::batch_ref(x, name + " input"));
+                                   });
   if (!r)
     return r.error();
   return {};
@@ -80,14 +82,15 @@ namespace detail {
     while (s.layers()[idx].desc.name != name)
       ++idx;
     const auto input_of =
-        [&](const std::vector<const ptq::layer_desc*>& mode) -> ptq::result<batch_tensor> {
-      batch_tensor captured;
-      auto r = forward(m.model, mode, m.calib, threads,
-                       [&](std::size_t i, batch_tensor& x) -> ptq::result<> {
-                         if (i == idx)
-                           captured = x;
-                         return divide_by_factors(s, i, x);
-                       });
+        [&](const std::vector<const ptq::layer_desc*>& mode) -> ptq::result<ptq::io::float_tensor> {
+      ptq::io::float_tensor captured;
+      auto r =
+          ptq::forward_sequential(m.model, mode, m.calib, threads,
+                                  [&](std::size_t i, ptq::io::float_tensor& x) -> ptq::result<> {
+                                    if (i == idx)
+                                      captured = x;
+                                    return divide_by_factors(s, i, x);
+                                  });
       if (!r)
         return r.error();
       return captured;
@@ -103,8 +106,8 @@ namespace detail {
     auto xf = input_of(in_float);
     if (!xf)
       return xf.error();
-    const auto fref = xf.value().ref(name + " float input");
-    if (auto st = s.quantize_ada(name, xq.value().ref(name + " input"), &fref); !st)
+    const auto fref = ptq::batch_ref(xf.value(), name + " float input");
+    if (auto st = s.quantize_ada(name, ptq::batch_ref(xq.value(), name + " input"), &fref); !st)
       return st;
   }
   return {};
@@ -118,15 +121,16 @@ namespace detail {
   const std::size_t batches = s.plan().batch_num;
   for (std::size_t pb = 0; pb < s.activation_passes() * batches; ++pb) {
     const std::size_t b = pb % batches;
-    auto r = forward(m.model, session_descs(s), rows(m.calib, b * batch_size, (b + 1) * batch_size),
-                     threads, [&](std::size_t i, batch_tensor& x) -> ptq::result<> {
-                       const auto& l = s.layers()[i];
-                       if (l.plan.quant_enable) {
-                         if (auto st = s.feed(l.desc.name, x.ref(l.desc.name + " input")); !st)
-                           return st;
-                       }
-                       return divide_by_factors(s, i, x);
-                     });
+    auto r = ptq::forward_sequential(
+        m.model, session_descs(s), ptq::batch_rows(m.calib, b * batch_size, (b + 1) * batch_size),
+        threads, [&](std::size_t i, ptq::io::float_tensor& x) -> ptq::result<> {
+          const auto& l = s.layers()[i];
+          if (l.plan.quant_enable) {
+            if (auto st = s.feed(l.desc.name, ptq::batch_ref(x, l.desc.name + " input")); !st)
+              return st;
+          }
+          return divide_by_factors(s, i, x);
+        });
     if (!r)
       return r.error();
   }
@@ -140,18 +144,19 @@ namespace detail {
                                                     const ptq::kernels::kernel_set& k,
                                                     bundled_result& out) {
   out.activation_sqnr_db.assign(m.model.layers.size(), std::nan(""));
-  auto qlogits = forward(m.model, session_descs(s), m.test, threads,
-                         [&](std::size_t i, batch_tensor& x) -> ptq::result<> {
-                           if (auto st = divide_by_factors(s, i, x); !st)
-                             return st;
-                           out.activation_sqnr_db[i] = ptq::fake_quantize_input(
-                               s.layers()[i], x.data.data(), x.data.size(), k);
-                           return {};
-                         });
+  auto qlogits =
+      ptq::forward_sequential(m.model, session_descs(s), m.test, threads,
+                              [&](std::size_t i, ptq::io::float_tensor& x) -> ptq::result<> {
+                                if (auto st = divide_by_factors(s, i, x); !st)
+                                  return st;
+                                out.activation_sqnr_db[i] = ptq::fake_quantize_input(
+                                    s.layers()[i], x.data.data(), x.data.size(), k);
+                                return {};
+                              });
   if (!qlogits)
     return qlogits.error();
-  out.quant_predictions = predictions(qlogits.value());
-  out.quant_accuracy = accuracy(out.quant_predictions, m.test_labels);
+  out.quant_predictions = ptq::top1_classes(qlogits.value());
+  out.quant_accuracy = ptq::top1_accuracy(out.quant_predictions, m.test_labels);
   return {};
 }
 
@@ -171,11 +176,11 @@ inline ptq::result<bundled_result> calibrate_bundled(ptq::calibration_session& s
   std::vector<const ptq::layer_desc*> fp32;
   for (const auto& l : m.model.layers)
     fp32.push_back(&l.desc);
-  auto logits = forward(m.model, fp32, m.test, threads);
+  auto logits = ptq::forward_sequential(m.model, fp32, m.test, threads);
   if (!logits)
     return logits.error();
-  out.fp32_predictions = predictions(logits.value());
-  out.fp32_accuracy = accuracy(out.fp32_predictions, m.test_labels);
+  out.fp32_predictions = ptq::top1_classes(logits.value());
+  out.fp32_accuracy = ptq::top1_accuracy(out.fp32_predictions, m.test_labels);
   const std::size_t batches = s.plan().batch_num;
   if (m.calib.shape[0] < batches * batch_size) {
     return ptq::make_error(ptq::errc::session_input_invalid,

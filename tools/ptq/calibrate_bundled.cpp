@@ -1,6 +1,6 @@
 // `ptq calibrate` on the bundled digits model (bundled_model.hpp): finds the bundled data, runs
-// the session through the model's own engine, reports FP32 and quantized accuracy and writes
-// the outputs, into a temporary folder it names when no output option is given.
+// the session through the library's reference forward pass, reports FP32 and quantized accuracy and
+// writes the outputs, into a temporary folder it names when no output option is given.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -36,7 +36,7 @@ ptq::result<ptq_cli::bundled_model> load_bundled(const fs::path& dir) {
   if (!parsed)
     return parsed.error();
   m.model = std::move(parsed).value();
-  const auto images = [&](const char* file, ptq_cli::batch_tensor& x,
+  const auto images = [&](const char* file, ptq::io::float_tensor& x,
                           std::vector<float>* labels) -> ptq::result<> {
     const std::string path = (dir / file).string();
     auto f = ptq_cli::read_tensor_input(path, "bundled images");
@@ -46,7 +46,7 @@ ptq::result<ptq_cli::bundled_model> load_bundled(const fs::path& dir) {
     auto t = src.get("images");
     if (!t)
       return in_file(t.error(), path);
-    x = {std::move(t.value().shape), std::move(t.value().data)};
+    x = std::move(t).value();
     if (labels) {
       auto l = src.get("labels");
       if (!l)

@@ -19,6 +19,8 @@
 #include "command.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/detail/float_format.hpp"
+#include "ptq/report/report_data.hpp"
+#include "ptq/report/report_json.hpp"
 #include "ptq/session/calibration_session.hpp"
 
 namespace ptq_cli {
@@ -117,88 +119,55 @@ inline std::string shortest(float v) {
   return ptq::detail::python_repr(ptq::detail::toolkit_double(v));
 }
 
-struct row {
-  std::string layer, type, algos, bits, scale_d, offset_d, wscale;
-  double wsqnr = std::nan(""), asqnr = std::nan("");
-  bool enabled = true;
-};
-
-inline std::vector<row> table_rows(const ptq::calibration_session& s,
-                                   const std::vector<double>& asqnr) {
-  std::vector<row> rows;
+/// The session's layers as the report describes them (ptq::layer_report_of), without the
+/// search statistics: the table's rows and `--json`'s layers.
+inline std::vector<ptq::layer_report> table_layers(const ptq::calibration_session& s,
+                                                   const std::vector<double>& asqnr) {
+  std::vector<ptq::layer_report> out;
   for (std::size_t i = 0; i < s.layers().size(); ++i) {
-    const auto& l = s.layers()[i];
-    row r;
-    r.layer = l.desc.name;
-    r.type = std::string(ptq::to_string(l.desc.type));
-    r.enabled = l.plan.quant_enable;
-    if (!r.enabled) {
-      r.algos = "skipped";
-      rows.push_back(r);
-      continue;
-    }
-    const bool pool = l.desc.type == ptq::layer_type::avg_pool2d;
-    const auto walgo = l.plan.weight ? l.plan.weight->algo : ptq::weight_algo::arq;
-    r.algos = std::string(pool ? "-" : (walgo == ptq::weight_algo::arq ? "arq" : "ada")) + "/" +
-              std::string(ptq::to_string(l.plan.activation.algo)) +
-              (l.balance_factors.empty() ? "" : "+dmq");
-    r.bits = "w" + std::to_string(l.weight_params->bits) + "a" +
-             std::to_string(l.activation_params->bits);
-    r.scale_d = shortest(l.activation_params->scale);
-    r.offset_d = std::to_string(l.activation_params->offset);
-    const auto& sw = l.weight_params->scale;
-    const auto [lo, hi] = std::minmax_element(sw.begin(), sw.end());
-    r.wscale = sw.size() == 1 ? shortest(*lo) : shortest(*lo) + ".." + shortest(*hi);
-    r.wsqnr = pool ? std::nan("") : l.weight_sqnr_db;
-    r.asqnr = i < asqnr.size() ? asqnr[i] : std::nan("");
-    rows.push_back(r);
+    out.push_back(i < asqnr.size() ? ptq::layer_report_of(s.layers()[i], asqnr[i])
+                                   : ptq::layer_report_of(s.layers()[i]));
+    out.back().activation.reset();
   }
-  return rows;
+  return out;
 }
 
-inline void print_table(const std::vector<row>& rows) {
+/// The weight scale column: the scale, or the range of the per-channel ones ("-": no weight).
+inline std::string weight_scale_text(const ptq::layer_report& l) {
+  if (l.scale_w.empty())
+    return "-";
+  const auto [lo, hi] = std::minmax_element(l.scale_w.begin(), l.scale_w.end());
+  return l.scale_w.size() == 1 ? shortest(*lo) : shortest(*lo) + ".." + shortest(*hi);
+}
+
+inline void print_table(const std::vector<ptq::layer_report>& layers) {
   // The name and weight-scale columns are as wide as their longest entry (ResNet's
   // "layer1.0.conv1" is wider than the digits model's names).
   int name_w = 12, wscale_w = 28;
-  for (const auto& r : rows) {
-    name_w = std::max(name_w, static_cast<int>(r.layer.size()) + 2);
-    wscale_w = std::max(wscale_w, static_cast<int>(r.wscale.size()) + 2);
+  for (const auto& l : layers) {
+    name_w = std::max(name_w, static_cast<int>(l.name.size()) + 2);
+    wscale_w = std::max(wscale_w, static_cast<int>(weight_scale_text(l).size()) + 2);
   }
   std::cout << std::left << std::setw(name_w) << "layer" << std::setw(11) << "type" << std::setw(14)
             << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d" << std::setw(9)
             << "offset_d" << std::setw(wscale_w) << "weight scale" << std::setw(10) << "w SQNR"
             << "a SQNR\n";
-  for (const auto& r : rows) {
-    std::cout << std::left << std::setw(name_w) << r.layer << std::setw(11) << r.type
-              << std::setw(14) << r.algos << std::setw(7) << r.bits << std::setw(14) << r.scale_d
-              << std::setw(9) << r.offset_d << std::setw(wscale_w) << r.wscale << std::setw(10)
-              << (std::isnan(r.wsqnr) ? "-" : db(r.wsqnr))
-              << (std::isnan(r.asqnr) ? "-" : db(r.asqnr)) << '\n';
-  }
-}
-
-inline nlohmann::ordered_json json_rows(const std::vector<row>& rows) {
-  auto num = [](double v) {
-    return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
-  };
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& r : rows) {
-    nlohmann::ordered_json j;
-    j["layer"] = r.layer;
-    j["type"] = r.type;
-    j["quant_enable"] = r.enabled;
-    if (r.enabled) {
-      j["algorithms"] = r.algos;
-      j["bits"] = r.bits;
-      j["scale_d"] = std::stod(r.scale_d);
-      j["offset_d"] = std::stoi(r.offset_d);
-      j["weight_scale"] = r.wscale;
-      j["weight_sqnr_db"] = num(r.wsqnr);
-      j["activation_sqnr_db"] = num(r.asqnr);
+  for (const auto& l : layers) {
+    std::cout << std::left << std::setw(name_w) << l.name << std::setw(11) << l.type
+              << std::setw(14) << ptq::algorithms_text(l);
+    if (!l.quant_enable) {
+      std::cout << std::setw(7) << "" << std::setw(14) << "" << std::setw(9) << ""
+                << std::setw(wscale_w) << "" << std::setw(10) << "-"
+                << "-\n";
+      continue;
     }
-    out.push_back(j);
+    std::cout << std::setw(7)
+              << "w" + std::to_string(l.weight_bits) + "a" + std::to_string(l.activation_bits)
+              << std::setw(14) << shortest(l.scale_d) << std::setw(9) << l.offset_d
+              << std::setw(wscale_w) << weight_scale_text(l) << std::setw(10)
+              << (std::isnan(l.weight_sqnr_db) ? "-" : db(l.weight_sqnr_db))
+              << (std::isnan(l.activation_sqnr_db) ? "-" : db(l.activation_sqnr_db)) << '\n';
   }
-  return out;
 }
 
 /// The bundled model's accuracy on its test split, FP32 and fake-quantized, and each image's
@@ -223,12 +192,14 @@ struct test_accuracy {
 
 inline int report(const calibrate_args& a, const ptq::calibration_session& s,
                   const std::vector<double>& asqnr, const test_accuracy* acc, double seconds) {
-  const auto rows = table_rows(s, asqnr);
+  const auto layers = table_layers(s, asqnr);
   const double* fp32 = acc ? &acc->fp32 : nullptr;
   const double* quant = acc ? &acc->quant : nullptr;
   if (a.json) {
     nlohmann::ordered_json j;
-    j["layers"] = json_rows(rows);
+    j["layers"] = nlohmann::ordered_json::array();
+    for (const auto& l : layers)
+      j["layers"].push_back(ptq::layer_report_json(l));
     if (acc) {
       j["fp32_accuracy"] = acc->fp32;
       j["quantized_accuracy"] = acc->quant;
@@ -248,7 +219,7 @@ inline int report(const calibrate_args& a, const ptq::calibration_session& s,
     std::cout << j.dump(2) << '\n';
     return ptq_cli::exit_ok;
   }
-  print_table(rows);
+  print_table(layers);
   if (fp32 && quant) {
     std::cout << "\naccuracy on the test split: FP32 " << std::fixed << std::setprecision(2)
               << *fp32 * 100.0 << " %, quantized " << *quant * 100.0 << " % (" << std::showpos

@@ -17,6 +17,7 @@
 #include "onnx_export.hpp"
 #include "outputs.hpp"
 #include "ptq/core/visible_text.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/prototext/diagnostics.hpp"
 #include "ptq/session/model_manifest.hpp"

@@ -14,6 +14,7 @@
 #include "ptq/config.hpp"
 #include "ptq/config/plan.hpp"
 #include "ptq/export/formats.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 #include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 

@@ -20,6 +20,7 @@
 #include "ptq/report/html.hpp"
 #include "ptq/report/report_data.hpp"
 #include "ptq/report/report_json.hpp"
+#include "ptq/session/calibrate_files.hpp"
 
 namespace ptq_cli {
 
@@ -41,11 +42,11 @@ struct report_context {
 [[nodiscard]] inline ptq::result<std::vector<ptq::sensitivity_entry>> bundled_sensitivity(
     const ptq::calibration_session& s, const bundled_model& m, std::size_t batch_size,
     unsigned threads, const ptq::kernels::kernel_set& k) {
-  const auto images = rows(m.calib, 0, s.plan().batch_num * batch_size);
+  const auto images = ptq::batch_rows(m.calib, 0, s.plan().batch_num * batch_size);
   std::vector<const ptq::layer_desc*> fp32;
   for (const auto& l : m.model.layers)
     fp32.push_back(&l.desc);
-  auto ref = forward(m.model, fp32, images, threads);
+  auto ref = ptq::forward_sequential(m.model, fp32, images, threads);
   if (!ref)
     return ref.error();
   std::vector<ptq::sensitivity_entry> out;
@@ -55,15 +56,16 @@ struct report_context {
       continue;
     auto descs = fp32;
     descs[i] = &l.desc;
-    auto q = forward(m.model, descs, images, threads,
-                     [&](std::size_t j, batch_tensor& x) -> ptq::result<> {
-                       if (j != i)
-                         return {};
-                       if (auto st = ptq::divide_by_balance_factors(l, x.data.data(), x.shape); !st)
-                         return st;
-                       (void)ptq::fake_quantize_input(l, x.data.data(), x.data.size(), k);
-                       return {};
-                     });
+    auto q = ptq::forward_sequential(
+        m.model, descs, images, threads,
+        [&](std::size_t j, ptq::io::float_tensor& x) -> ptq::result<> {
+          if (j != i)
+            return {};
+          if (auto st = ptq::divide_by_balance_factors(l, x.data.data(), x.shape); !st)
+            return st;
+          (void)ptq::fake_quantize_input(l, x.data.data(), x.data.size(), k);
+          return {};
+        });
     if (!q)
       return q.error();
     out.push_back({l.desc.name, ptq::sqnr_db(ref.value().data.data(), q.value().data.data(),

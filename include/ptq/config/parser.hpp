@@ -1,7 +1,7 @@
 // Reads simple-config text (both dialects) into the typed model with the toolkit's semantics:
 // protobuf text-format *merge* (last scalar wins, messages merge, the last oneof member wins).
 // The result-returning API works with -fno-exceptions.
-// Depends on: core and prototext.
+// Depends on: core, detail and prototext.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "ptq/config/model.hpp"
 #include "ptq/config/validate.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/text_util.hpp"
 #include "ptq/prototext/diagnostics.hpp"
 #include "ptq/prototext/lexer.hpp"
 #include "ptq/prototext/text_binder.hpp"
@@ -193,11 +194,9 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   source_position at{1, 1};
   std::size_t i = starts_with_bom(text) ? utf8_bom.size() : 0;
   for (; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool lone_cr = c == '\r' && (i + 1 == text.size() || text[i + 1] != '\n');
-    if (lone_cr)
+    if (text[i] == '\r' && detail::ends_line(text, i))
       return at;
-    if (c == '\n') {
+    if (text[i] == '\n') {
       ++at.line;
       at.column = 1;
     } else {

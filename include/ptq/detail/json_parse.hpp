@@ -5,7 +5,7 @@
 // std::map-based json, keeps each object's key order from the parser's events, and builds the
 // ordered_json by appending; append_member appends a member the caller knows is new. A key
 // repeated in one object is reported, not silently replaced, and a syntax error has its
-// line:column.
+// line:column (lines end as in every ptq position: at LF or a lone CR).
 // Depends on: core and nlohmann_json.
 #pragma once
 
@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/abi.hpp"
+#include "ptq/detail/text_util.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -77,13 +78,23 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
   bool parse_error(std::size_t pos, const std::string&,
                    const nlohmann::detail::exception& e) override {
     byte = pos;
-    out_.what = e.what();
+    out_.what = without_position(e.what());
     return false;
   }
 
   std::size_t byte = 0;
 
  private:
+  /// nlohmann's words without its " at line L, column C": it counts lines at LF only, and the
+  /// reader puts ptq's own line:col in front of the message.
+  [[nodiscard]] static std::string without_position(std::string what) {
+    const auto at = what.find(" at line ");
+    const auto colon = at == std::string::npos ? at : what.find(':', at);
+    if (colon != std::string::npos)
+      what.erase(at, colon - at);
+    return what;
+  }
+
   struct level {
     nlohmann::ordered_json* node;
     std::unordered_set<std::string> keys;
@@ -143,7 +154,7 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
   // nlohmann skips a leading byte order mark but counts it; columns count from after it.
   const std::size_t first = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
   for (std::size_t i = first; i + 1 < builder.byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
+    if (ends_line(text, i)) {
       ++out.line;
       out.column = 1;
     } else {

@@ -1,5 +1,5 @@
-// Small text helpers of the protobuf-text readers (config and record): trimming, ASCII
-// case-insensitive comparison, the toolkit's integer syntax, `line:col`.
+// Small text helpers of the text readers (config, record, JSON): trimming, ASCII
+// case-insensitive comparison, the toolkit's integer syntax, where a line ends, `line:col`.
 // Depends on: core.
 #pragma once
 
@@ -13,6 +13,12 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
+
+/// Whether byte `i` of `text` ends a line: an LF, or a CR that no LF follows (classic Mac OS
+/// files). Every `line:col` ptq reports counts lines so, and its excerpts split them so.
+[[nodiscard]] constexpr bool ends_line(std::string_view text, std::size_t i) noexcept {
+  return text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'));
+}
 
 [[nodiscard]] inline std::string where_text(source_region r) {
   return std::to_string(r.begin.line) + ":" + std::to_string(r.begin.column);

@@ -42,7 +42,7 @@ inline void report_ncnn_caveats(std::vector<error>& out, const qdq_layer& l, lay
   const auto one = [](const std::vector<std::size_t>& v) {
     return std::all_of(v.begin(), v.end(), [](std::size_t x) { return x == 1; });
   };
-  if (type == layer_type::conv2d && w.bits == 8 && l.groups == 1 && l.kernel.size() == 2 &&
+  if (type == layer_type::conv2d && w.bits == 8 && l.conv.groups == 1 && l.kernel.size() == 2 &&
       l.kernel[0] == 3 && l.kernel[1] == 3 && one(l.conv.stride) && one(l.conv.dilation)) {
     caveat(
         "8-bit weights on a 3x3 stride-1 convolution: ncnn runs it with int8 Winograd F43, "
@@ -107,7 +107,7 @@ inline void report_ncnn_caveats(std::vector<error>& out, const qdq_layer& l, lay
       continue;
     }
     const auto& w = *l.weight;
-    const std::size_t groups = type == layer_type::conv2d ? l.groups : 1;
+    const std::size_t groups = type == layer_type::conv2d ? l.conv.groups : 1;
     const std::size_t k = groups > 1 ? groups : l.cout;
     if (k == 0 || l.cout % groups != 0) {
       rep.fail(errc::export_shape_mismatch, l.name, "the output channels do not split into groups");

@@ -68,7 +68,7 @@ namespace detail {
       j["cout"] = l.cout;
     if (l.cin != 0)
       j["cin"] = l.cin;
-    j["groups"] = l.groups;
+    j["groups"] = l.conv.groups;
     if (!l.dmq_factors.empty())
       j["dmq_factors"] = json_f32_list(l.dmq_factors);
     j["force_fp16"] = l.force_fp16;

@@ -1,10 +1,11 @@
 // The format-agnostic QDQ table (docs/export.md, The QDQ table): per quantized layer
 // the activation tensor (scale, zero point, dtype, bits), the weight tensor (per-axis scales,
-// zero points, the output-channel axis, bits), the DMQ factors and the FORCE_FP16 state, all
-// read from a record and, where known, the model manifest. Every exporter (TensorRT cache, ncnn
-// table, AIMET encodings, AMCT deploy numbers, ONNX QDQ) starts from this table, so the checks
-// of the record against the model happen once. Plain aggregates; additions only.
-// Depends on: core, detail, algorithms and session (record, manifest).
+// zero points, the output-channel axis, bits), the DMQ factors and the FORCE_FP16 state. Every
+// exporter (TensorRT cache, ncnn table, AIMET encodings, AMCT deploy numbers, ONNX QDQ) starts
+// from this table, so the checks of the record happen once. This header builds it from a record
+// alone and needs neither xtensor nor the algorithms; qdq_table_from_manifest.hpp checks it
+// against the model manifest. Plain aggregates; additions only.
+// Depends on: core, detail and session (the record).
 #pragma once
 
 #include <cmath>
@@ -13,17 +14,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include "ptq/algorithms/activations/dmq.hpp"
-#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
+#include "ptq/core/conv_attributes.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
-#include "ptq/detail/find.hpp"
 #include "ptq/detail/float_format.hpp"
-#include "ptq/session/model_manifest.hpp"
 #include "ptq/session/record.hpp"
 
 namespace ptq {
@@ -82,7 +79,6 @@ struct qdq_layer {
   std::optional<layer_type> type;  ///< known with a manifest
   std::size_t cout = 0;            ///< output channels (0: unknown)
   std::size_t cin = 0;             ///< input channels (0: unknown)
-  std::size_t groups = 1;
   qdq_activation activation;
   std::optional<qdq_weight> weight;  ///< absent for AvgPool2d
   /// DMQ factors b[c] per input channel (empty: none). The activation is divided by b and the
@@ -92,7 +88,8 @@ struct qdq_layer {
   /// The bias the deployed layer runs with: the manifest's, fused with its BatchNorm unless
   /// fusion is off for the layer (qdq_options). Empty: none or unknown.
   std::vector<float> bias;
-  /// Known with a manifest: the conv's stride, padding, dilation and groups, the kernel size
+  /// Known with a manifest: the conv's stride, padding, dilation and groups (1 without one),
+  /// the kernel size
   /// (the weight's dims after the first two), whether a BatchNorm follows the layer unfused, and
   /// how many weight codes are at qmin (-128 for 8 bits: an engine that clamps to ±127 moves
   /// them).
@@ -147,31 +144,6 @@ namespace detail {
   if (t == "INT16")
     return 16;
   return 0;
-}
-
-/// The output-channel axis of a weight in PyTorch layout (docs/export.md): ConvTranspose 1
-/// (`[Cin, Cout/g, k...]`), everything else 0 (Linear `[Cout, Cin]` is ONNX Gemm with transB=1).
-[[nodiscard]] constexpr int weight_axis(layer_type t) noexcept {
-  return is_conv_transpose(t) ? 1 : 0;
-}
-
-/// How many of the weight's codes (the weight its scales were taken on: fused, balanced) are
-/// at qmin, per output channel as the layer's scales go.
-inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::vector<float>& v) {
-  if (v.empty() || l.cout == 0 || v.size() % l.cout != 0)
-    return;
-  const bool transpose = l.type && is_conv_transpose(*l.type);
-  const std::size_t n = v.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t c = i / (n / l.cout);
-    if (transpose) {  // [Cin, Cout/g, k...]: AMCT's Cout index g·(Cout/g) + j
-      const std::size_t per = n / (w.shape[0] * w.shape[1]), ci = i / (w.shape[1] * per);
-      c = (ci / (w.shape[0] / l.groups)) * w.shape[1] + (i / per) % w.shape[1];
-    }
-    const float s = w.scales.size() == 1 ? w.scales[0] : w.scales[c];
-    l.weight_codes_at_qmin +=
-        static_cast<std::size_t>(std::nearbyint(v[i] / s) <= static_cast<float>(w.qmin));
-  }
 }
 
 /// The record's scale_d, and the activation and weight bits of its act_type and wts_type.
@@ -229,11 +201,8 @@ struct record_bits {
   return a;
 }
 
-/// The record's weight scales and offsets, and its factor count, checked against the layer
-/// (its Cout and Cin when the manifest gives them).
-[[nodiscard]] inline result<> check_weight_record(const qdq_layer& l, const layer_record& r,
-                                                  const manifest_layer* m) {
-  const std::string& name = l.name;
+/// The record's weight scales and offsets: finite, positive, as many offsets (all 0) as scales.
+[[nodiscard]] inline result<> check_weight_values(const std::string& name, const layer_record& r) {
   if (r.scale_w.empty())
     return export_error(errc::export_value_invalid, name, "the record has no scale_w");
   for (std::size_t c = 0; c < r.scale_w.size(); ++c) {
@@ -254,67 +223,19 @@ struct record_bits {
                           "offset_w must be 0 (weights are symmetric)");
     }
   }
-  if (m && l.cout != 0 && r.scale_w.size() != 1 && r.scale_w.size() != l.cout) {
-    return export_error(errc::export_shape_mismatch, name,
-                        std::to_string(r.scale_w.size()) + " scale_w, but the weight '" +
-                            m->weight_name + "' has Cout = " + std::to_string(l.cout) +
-                            " (expected 1 or " + std::to_string(l.cout) + ")");
-  }
-  if (m && l.cin != 0 && !l.dmq_factors.empty() && l.dmq_factors.size() != l.cin) {
-    return export_error(errc::export_shape_mismatch, name,
-                        std::to_string(l.dmq_factors.size()) +
-                            " tensor_balance_factor, but the weight '" + m->weight_name +
-                            "' has Cin = " + std::to_string(l.cin));
-  }
   return {};
 }
 
-/// The manifest's side of a layer with a weight: its shape, bias (fused with the BatchNorm as
-/// the calibration fused it, otherwise kept), convolution attributes, and the codes at qmin of
-/// the weight the scales were taken on.
-[[nodiscard]] inline result<> add_manifest_weight(qdq_layer& l, qdq_weight& w,
-                                                  const manifest_layer& m, const qdq_options& opt) {
-  const std::string& name = l.name;
-  w.shape.assign(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
-  if (m.desc.bias)
-    l.bias.assign(m.desc.bias->begin(), m.desc.bias->end());
-  l.conv = m.desc.conv;
-  l.kernel.assign(
-      w.shape.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(w.shape.size())),
-      w.shape.end());
-  bool fuse = opt.fuse_batch_norm && m.desc.batch_norm.has_value();
-  for (const auto& s : opt.skip_fusion_layers)
-    fuse = fuse && s != name;
-  std::vector<float> wv(m.desc.weight.begin(), m.desc.weight.end());
-  if (fuse) {
-    auto f = fuse_conv_bn(wv, l.bias, l.cout, *m.desc.batch_norm, name);
-    if (!f)
-      return export_error(errc::export_shape_mismatch, name, f.error().message);
-    if (is_finite(f.value())) {  // the toolkit skips a fusion that is not finite (W606)
-      l.bias = std::move(f.value().bias);
-      wv = std::move(f.value().weight);
-    } else {
-      fuse = false;
-    }
-  }
-  l.kept_batch_norm = m.desc.batch_norm.has_value() && !fuse;
-  if (!l.dmq_factors.empty() &&
-      !dmq_apply_to_weight(wv.data(), w.shape, m.desc.type, m.desc.conv.groups, l.dmq_factors))
-    wv.clear();  // a factor count that does not fit was reported above
-  count_codes_at_qmin(l, w, wv);
-  return {};
-}
-
-/// One layer of the table from its record entry and, when given, its manifest layer.
-[[nodiscard]] inline result<qdq_layer> table_layer(const record_entry& e, const manifest_layer* m,
-                                                   const qdq_options& opt) {
+/// A layer's record side before its weight: the activation's quantizer, FORCE_FP16 and the
+/// DMQ factors, checked.
+[[nodiscard]] inline result<qdq_layer> table_layer_of_record(const record_entry& e,
+                                                             const qdq_options& opt) {
   const auto& r = e.value;
   qdq_layer l;
   l.name = e.key;
   auto bits = check_record_types(l.name, r);
   if (!bits)
     return bits.error();
-  const int wbits = bits->weight;
   auto a = activation_of_record(l.name, r, bits->activation, opt);
   if (!a)
     return a.error();
@@ -327,30 +248,21 @@ struct record_bits {
                           "a DMQ factor is not finite and positive");
     }
   }
-  if (m) {
-    l.type = m->desc.type;
-    l.groups = m->desc.conv.groups;
-    l.cout = layer_output_channels(m->desc);
-    l.cin = layer_input_channels(m->desc);
-    if (m->desc.type == layer_type::avg_pool2d)
-      return l;  // AvgPool2d: the record's scale_w is the toolkit's constant 1
-  }
-  if (auto st = check_weight_record(l, r, m); !st)
-    return st.error();
+  return l;
+}
+
+/// The weight's quantizer from the record's scale_w (checked with check_weight_values), named
+/// "<layer>.weight" with axis 0 until a manifest says otherwise.
+[[nodiscard]] inline qdq_weight weight_of_record(const std::string& name, const layer_record& r) {
+  const int wbits = type_bits(r.wts_type.value_or("INT8"));
   qdq_weight w;
-  w.tensor = m && !m->weight_name.empty() ? m->weight_name : l.name + ".weight";
+  w.tensor = name + ".weight";
   w.scales = r.scale_w;
   w.zero_points.assign(r.scale_w.size(), 0);
-  w.axis = m ? weight_axis(m->desc.type) : 0;
   w.bits = wbits;
   w.qmin = -(std::int32_t{1} << (wbits - 1));
   w.qmax = (std::int32_t{1} << (wbits - 1)) - 1;
-  if (m) {
-    if (auto st = add_manifest_weight(l, w, *m, opt); !st)
-      return st.error();
-  }
-  l.weight = std::move(w);
-  return l;
+  return w;
 }
 
 }  // namespace detail
@@ -363,43 +275,12 @@ struct record_bits {
                                                       const qdq_options& opt = {}) {
   qdq_table t;
   for (const auto& e : record.records) {
-    auto l = detail::table_layer(e, nullptr, opt);
+    auto l = detail::table_layer_of_record(e, opt);
     if (!l)
       return l.error();
-    t.layers.push_back(std::move(l.value()));
-  }
-  return t;
-}
-
-/// The table of a record checked against the model manifest, in the manifest's layer order.
-/// Errors: a record layer the manifest does not have (E1201, listing the manifest's layers),
-/// a scale_w count that is neither 1 nor the weight's Cout or a DMQ factor count other than
-/// Cin (E1203), and the checks of the record-only overload (E1202).
-[[nodiscard]] inline result<qdq_table> make_qdq_table(const record_file& record,
-                                                      const model_manifest& model,
-                                                      const qdq_options& opt = {}) {
-  std::unordered_set<std::string_view> manifest_names;
-  for (const auto& m : model.layers)
-    manifest_names.insert(m.desc.name);
-  for (const auto& e : record.records) {
-    if (manifest_names.count(e.key) == 0u) {
-      std::string names;
-      for (const auto& m : model.layers)
-        names += (names.empty() ? "" : ", ") + m.desc.name;
-      return make_error(errc::export_layer_unknown,
-                        "record layer '" + e.key + "' is not in the model manifest",
-                        "the manifest's layers are " + names);
-    }
-  }
-  qdq_table t;
-  const detail::name_index<record_entry> entries(record.records, &record_entry::key);
-  for (const auto& m : model.layers) {
-    const auto* e = entries.find(m.desc.name);
-    if (!e)
-      continue;  // not quantized
-    auto l = detail::table_layer(*e, &m, opt);
-    if (!l)
-      return l.error();
+    if (auto st = detail::check_weight_values(e.key, e.value); !st)
+      return st.error();
+    l.value().weight = detail::weight_of_record(e.key, e.value);
     t.layers.push_back(std::move(l.value()));
   }
   return t;

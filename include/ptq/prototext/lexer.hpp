@@ -1,6 +1,6 @@
 // Lexer for protobuf text format, with the token rules of the toolkit's own reader (Python
 // protobuf's text_format tokenizer).
-// Depends on: core.
+// Depends on: core and detail.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 
 #include "ptq/core/abi.hpp"
 #include "ptq/core/visible_text.hpp"
+#include "ptq/detail/text_util.hpp"
 #include "ptq/prototext/diagnostics.hpp"
 
 namespace ptq {
@@ -145,10 +146,7 @@ class lexer {
  private:
   /// A line ends at LF, or at a CR that no LF follows (classic Mac OS files: a comment there
   /// ends at the CR, never at the end of the file; the parser warns, W607).
-  [[nodiscard]] bool at_line_end() const noexcept {
-    return text_[i_] == '\n' ||
-           (text_[i_] == '\r' && (i_ + 1 == text_.size() || text_[i_ + 1] != '\n'));
-  }
+  [[nodiscard]] bool at_line_end() const noexcept { return detail::ends_line(text_, i_); }
   void advance() noexcept {
     if (at_line_end()) {
       ++pos_.line;

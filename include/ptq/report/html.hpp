@@ -79,12 +79,6 @@ document.querySelectorAll('table.sortable').forEach(function(t){
          html_escape(text) + "</td>";
 }
 
-[[nodiscard]] inline std::string algorithms_text(const layer_report& l) {
-  if (!l.quant_enable)
-    return "skipped";
-  return l.weight_algo + "/" + l.activation_algo + (l.dmq ? "+dmq" : "");
-}
-
 [[nodiscard]] inline std::string weight_scale_text(const layer_report& l) {
   if (l.scale_w.empty())
     return "-";

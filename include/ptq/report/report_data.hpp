@@ -59,6 +59,44 @@ struct layer_report {
   std::optional<activation_search_stats> activation;
 };
 
+/// A layer's algorithms in one word, as the tool's table and the report page show them:
+/// "arq/ifmr", "ada/hfmg+dmq", "-/ifmr" (AvgPool2d has no weight), or "skipped".
+[[nodiscard]] inline std::string algorithms_text(const layer_report& l) {
+  if (!l.quant_enable)
+    return "skipped";
+  return l.weight_algo + "/" + l.activation_algo + (l.dmq ? "+dmq" : "");
+}
+
+/// One layer of the report from the session's layer once it is calibrated: its algorithms,
+/// bits, scales, DMQ factors and weight SQNR, the activation SQNR given (NaN: not measured), and
+/// the activation search statistics when the session kept them (keep_search_stats).
+[[nodiscard]] inline layer_report layer_report_of(
+    const session_layer& l, double activation_sqnr_db = std::numeric_limits<double>::quiet_NaN()) {
+  layer_report r;
+  r.name = l.desc.name;
+  r.type = std::string(to_string(l.desc.type));
+  r.quant_enable = l.plan.quant_enable;
+  if (!r.quant_enable || !l.weight_params || !l.activation_params)
+    return r;
+  const bool pool = l.desc.type == layer_type::avg_pool2d;
+  r.weight_algo = pool ? "-" : (uses_ada_round(l) ? "ada" : "arq");
+  r.activation_algo = std::string(to_string(l.plan.activation.algo));
+  r.dmq = !l.balance_factors.empty();
+  r.weight_bits = l.weight_params->bits;
+  r.activation_bits = l.activation_params->bits;
+  r.scale_d = l.activation_params->scale;
+  r.offset_d = l.activation_params->offset;
+  if (!pool) {
+    r.scale_w = l.weight_params->scale;
+    r.offset_w = l.weight_params->offset;
+    r.weight_sqnr_db = l.weight_sqnr_db;
+  }
+  r.balance_factors = l.balance_factors;
+  r.activation_sqnr_db = activation_sqnr_db;
+  r.activation = l.activation_stats;
+  return r;
+}
+
 /// One layer's sensitivity score: higher is better (dB).
 struct sensitivity_entry {
   std::string layer;
@@ -187,37 +225,13 @@ inline constexpr double sensitivity_margin_db = 6.0;
     rep.summary.batch_num = s.plan().batch_num;
   for (std::size_t i = 0; i < s.layers().size(); ++i) {
     const auto& l = s.layers()[i];
-    layer_report r;
-    r.name = l.desc.name;
-    r.type = std::string(to_string(l.desc.type));
-    r.quant_enable = l.plan.quant_enable;
-    if (!r.quant_enable) {
-      rep.layers.push_back(std::move(r));
-      continue;
-    }
-    if (!l.activation_stats) {
+    if (l.plan.quant_enable && !l.activation_stats) {
       return make_error(errc::report_stats_missing,
                         "report: layer '" + l.desc.name + "' has no activation search statistics",
                         "create the session with session_options::keep_search_stats = true");
     }
-    const bool pool = l.desc.type == layer_type::avg_pool2d;
-    r.weight_algo = pool ? "-" : (uses_ada_round(l) ? "ada" : "arq");
-    r.activation_algo = std::string(to_string(l.plan.activation.algo));
-    r.dmq = !l.balance_factors.empty();
-    r.weight_bits = l.weight_params->bits;
-    r.activation_bits = l.activation_params->bits;
-    r.scale_d = l.activation_params->scale;
-    r.offset_d = l.activation_params->offset;
-    if (!pool) {
-      r.scale_w = l.weight_params->scale;
-      r.offset_w = l.weight_params->offset;
-      r.weight_sqnr_db = l.weight_sqnr_db;
-    }
-    r.balance_factors = l.balance_factors;
-    if (!activation_sqnr_db.empty())
-      r.activation_sqnr_db = activation_sqnr_db[i];
-    r.activation = l.activation_stats;
-    rep.layers.push_back(std::move(r));
+    rep.layers.push_back(activation_sqnr_db.empty() ? layer_report_of(l)
+                                                    : layer_report_of(l, activation_sqnr_db[i]));
   }
   if (sensitivity.empty()) {
     sensitivity = estimated_sensitivity(rep.layers);

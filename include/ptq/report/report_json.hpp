@@ -72,10 +72,37 @@ template <class T>
 
 }  // namespace detail
 
+/// One layer of the report as JSON (docs/report.md, `layers`): name, type and quant_enable, and
+/// for a quantized layer its algorithms, bits, scales, factors, SQNRs and `activation` (the
+/// search statistics, null when the layer has none). `ptq calibrate --json` lists the same.
+[[nodiscard]] inline nlohmann::ordered_json layer_report_json(const layer_report& l) {
+  using detail::json_number;
+  using detail::json_numbers;
+  detail::report_json x;
+  x["name"] = l.name;
+  x["type"] = l.type;
+  x["quant_enable"] = l.quant_enable;
+  if (l.quant_enable) {
+    x["weight_algorithm"] = l.weight_algo;
+    x["activation_algorithm"] = l.activation_algo;
+    x["dmq"] = l.dmq;
+    x["weight_bits"] = l.weight_bits;
+    x["activation_bits"] = l.activation_bits;
+    x["scale_d"] = json_number(l.scale_d);
+    x["offset_d"] = l.offset_d;
+    x["scale_w"] = json_numbers(l.scale_w);
+    x["offset_w"] = json_numbers(l.offset_w);
+    x["balance_factors"] = json_numbers(l.balance_factors);
+    x["weight_sqnr_db"] = json_number(l.weight_sqnr_db);
+    x["activation_sqnr_db"] = json_number(l.activation_sqnr_db);
+    x["activation"] = l.activation ? detail::activation_json(*l.activation) : nullptr;
+  }
+  return x;
+}
+
 /// The report as a JSON document (2-space indent, keys in schema order, newline at the end).
 [[nodiscard]] inline std::string report_to_json(const calibration_report& r) {
   using detail::json_number;
-  using detail::json_numbers;
   detail::report_json j;
   j["schema"] = report_schema_name;
   j["schema_version"] = report_schema_version;
@@ -91,28 +118,8 @@ template <class T>
   sum["activation_sqnr_on"] = s.activation_sqnr_on;
   j["summary"] = std::move(sum);
   detail::report_json layers = detail::report_json::array();
-  for (const auto& l : r.layers) {
-    detail::report_json x;
-    x["name"] = l.name;
-    x["type"] = l.type;
-    x["quant_enable"] = l.quant_enable;
-    if (l.quant_enable) {
-      x["weight_algorithm"] = l.weight_algo;
-      x["activation_algorithm"] = l.activation_algo;
-      x["dmq"] = l.dmq;
-      x["weight_bits"] = l.weight_bits;
-      x["activation_bits"] = l.activation_bits;
-      x["scale_d"] = json_number(l.scale_d);
-      x["offset_d"] = l.offset_d;
-      x["scale_w"] = json_numbers(l.scale_w);
-      x["offset_w"] = json_numbers(l.offset_w);
-      x["balance_factors"] = json_numbers(l.balance_factors);
-      x["weight_sqnr_db"] = json_number(l.weight_sqnr_db);
-      x["activation_sqnr_db"] = json_number(l.activation_sqnr_db);
-      x["activation"] = l.activation ? detail::activation_json(*l.activation) : nullptr;
-    }
-    layers.push_back(std::move(x));
-  }
+  for (const auto& l : r.layers)
+    layers.push_back(layer_report_json(l));
   j["layers"] = std::move(layers);
   detail::report_json sens;
   sens["method"] = r.sensitivity.method;

@@ -23,17 +23,6 @@ struct ada_samples {
   std::size_t count = 0;
 };
 
-namespace detail {
-
-// A 2-d attribute from PyTorch's list form: empty → fallback, one value → both.
-inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallback, std::size_t& h,
-                           std::size_t& w) noexcept {
-  h = v.empty() ? fallback : v[0];
-  w = v.empty() ? fallback : (v.size() == 1 ? v[0] : v[1]);
-}
-
-}  // namespace detail
-
 /// The samples of `input` for layer `d` (Conv2d / ConvTranspose2d: [N, Cin, H, W], N samples;
 /// Linear: [..., Cin], every row a sample), divided by the DMQ `factors` (empty: none).
 [[nodiscard]] inline result<ada_samples> ada_samples_of(const layer_desc& d,
@@ -45,7 +34,7 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
   g.type = d.type;
   g.in_channels = layer_input_channels(d);
   g.out_channels = layer_output_channels(d);
-  g.groups = d.conv.groups;
+  set_conv_attributes(g, d.conv);
   if (d.type == layer_type::linear) {
     if (input.shape.empty() || input.shape.back() != g.in_channels) {
       return make_error(errc::shape_mismatch,
@@ -62,10 +51,6 @@ inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallba
     g.in_w = input.shape[3];
     g.kernel_h = d.weight.shape()[2];
     g.kernel_w = d.weight.shape()[3];
-    detail::attribute_pair(d.conv.stride, 1, g.stride_h, g.stride_w);
-    detail::attribute_pair(d.conv.padding, 0, g.pad_h, g.pad_w);
-    detail::attribute_pair(d.conv.dilation, 1, g.dilation_h, g.dilation_w);
-    detail::attribute_pair(d.conv.output_padding, 0, g.output_padding_h, g.output_padding_w);
   } else {
     return make_error(errc::invalid_argument,
                       d.name + ": AdaRound quantizes Conv2d, ConvTranspose2d and Linear, not " +

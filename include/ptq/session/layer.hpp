@@ -16,19 +16,10 @@
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/config/layer_types.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/conv_attributes.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-
-/// Convolution attributes (PyTorch names; empty vectors mean stride 1, padding 0, dilation 1).
-struct conv_attributes {
-  std::vector<std::size_t> stride;
-  std::vector<std::size_t> padding;
-  std::vector<std::size_t> dilation;
-  std::vector<std::size_t> output_padding;  ///< ConvTranspose only
-  std::size_t groups = 1;
-  std::string padding_mode = "zeros";  ///< the toolkit quantizes only "zeros"
-};
 
 /// One quantizable layer of the caller's model.
 struct layer_desc {

@@ -1,59 +1,18 @@
-// The calibrated graph (calibrated.hpp).
+// The calibrated graph (calibrated.hpp): the layers matched to their nodes, the DMQ factors
+// placed, the graph edited, and what each quantized layer deploys with.
 #include "calibrated.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <optional>
 #include <utility>
 
+#include "calibrated_layer.hpp"
 #include "dmq_fold.hpp"
-#include "ptq/algorithms/layer/conv_bn_fusion.hpp"
-#include "ptq/kernels/quantize.hpp"
 
 namespace ptq_cli::onnx_tool {
 
 using ptq::errc;
 using ptq::make_error;
 
-weight_channels channels_of(const ptq::manifest_layer& m) {
-  weight_channels w;
-  const auto& s = m.desc.weight.shape();
-  const std::size_t n = m.desc.weight.size();
-  w.channel.resize(n);
-  if (ptq::is_conv_transpose(m.desc.type)) {
-    // C × M/g × k…: AMCT's Cout index of group gi, column j is gi·(M/g) + j.
-    const std::size_t g = m.desc.conv.groups, per = n / (s[0] * s[1]);
-    w.cout = s[1] * g;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t ci = i / (s[1] * per), j = (i / per) % s[1];
-      w.channel[i] = (ci / (s[0] / g)) * s[1] + j;
-    }
-    return w;
-  }
-  w.cout = s[0];
-  const std::size_t per = n / s[0];
-  for (std::size_t i = 0; i < n; ++i)
-    w.channel[i] = i / per;
-  return w;
-}
-
 namespace {
-
-/// A layer's state while the graph is built.
-struct layer_work {
-  const ptq::manifest_layer* manifest = nullptr;
-  const ptq::qdq_layer* table = nullptr;  ///< null: not quantized (a fused BatchNorm only)
-  const calibrated_layer* calibration = nullptr;
-  int node = -1;
-  int batch_norm = -1;           ///< the BatchNormalization after the node, when there is one
-  bool fold_batch_norm = false;  ///< calibrated fusion or the kept one folded after quantization
-  std::vector<float> weight;     ///< float weight of the calibrated graph (manifest layout)
-  std::vector<std::int8_t> codes;
-  std::vector<float> channel_scale;
-  std::vector<float> bias;
-  std::vector<float> divide;  ///< factors of a Div before the layer
-  std::string folded_into;
-};
 
 /// The BatchNormalization that reads node `node`'s output and nothing else does, with the
 /// manifest's BatchNorm tensors; -1 when there is none.
@@ -73,81 +32,127 @@ struct layer_work {
   return users.front().node;
 }
 
-/// The weight in the model's own layout: a K×N weight (Gemm transB=0, MatMul) transposed back
-/// from the manifest's N×K.
-template <class T>
-[[nodiscard]] std::vector<T> to_model_layout(const std::vector<T>& v,
-                                             const std::vector<std::size_t>& shape,
-                                             const onnx::NodeProto& node,
-                                             std::vector<std::int64_t>& dims) {
-  dims.assign(shape.begin(), shape.end());
-  if (!weight_is_k_by_n(node))
-    return v;
-  const std::size_t n = shape[0], k = shape[1];
-  std::vector<T> t(v.size());
-  for (std::size_t j = 0; j < n; ++j) {
-    for (std::size_t i = 0; i < k; ++i)
-      t[i * n + j] = v[j * k + i];
+/// One matched layer's work: its calibrated weight and bias, the BatchNorm after it, and for a
+/// quantized layer its codes (with a kept BatchNorm folded after them when asked to).
+[[nodiscard]] ptq::result<layer_work> work_of(const graph_view& view, const matched_layer& ml,
+                                              const ptq::qdq_table& table,
+                                              const calibration_layers& layers,
+                                              const calibrated_options& options,
+                                              std::vector<ptq::error>& warnings) {
+  const std::string& name = ml.manifest->desc.name;
+  const auto it = layers.find(name);
+  if (it == layers.end()) {
+    return make_error(errc::onnx_unsupported,
+                      "layer '" + name + "': the calibration has no weights for it");
   }
-  dims = {static_cast<std::int64_t>(k), static_cast<std::int64_t>(n)};
-  return t;
+  layer_work w;
+  w.manifest = ml.manifest;
+  w.node = ml.node;
+  w.table = table.find(name);
+  w.calibration = &it->second;
+  w.weight = it->second.weight;
+  w.bias = it->second.bias;
+  if (ml.manifest->desc.batch_norm)
+    w.batch_norm = batch_norm_after(view, ml.node, *ml.manifest);
+  if (it->second.fused) {
+    if (w.batch_norm < 0) {
+      return make_error(errc::onnx_unsupported,
+                        "layer '" + name + "': calibration folded its BatchNorm, but the output '" +
+                            view.node(ml.node).output(0) +
+                            "' of its node is not read by exactly one BatchNormalization with "
+                            "the manifest's tensors");
+    }
+    w.fold_batch_norm = true;
+  }
+  if (!has_codes(w))
+    return w;
+  quantize_codes(w);
+  if (it->second.fused || w.batch_norm < 0 || !options.fold_kept_batch_norms)
+    return w;
+  auto folded = fold_after_quantization(w);
+  if (!folded)
+    return folded.error();
+  if (!folded.value()) {
+    warnings.emplace_back(errc::onnx_layer_float, ptq::severity::warning,
+                          "layer '" + name +
+                              "': its BatchNorm stays apart: a channel with a negative BatchNorm "
+                              "scale holds the weight code -128, whose negation int8 cannot hold");
+  }
+  return w;
 }
 
-/// Codes of the layer's weight with its scales, ties to even, as ptq's quantizer gives them.
-void quantize_codes(layer_work& w) {
-  const auto& qw = *w.table->weight;
-  const auto ch = channels_of(*w.manifest);
-  ptq::kernels::quantizer qz;
-  qz.qmin = static_cast<float>(qw.qmin);
-  qz.qmax = static_cast<float>(qw.qmax);
-  const auto& sw = qw.scales;
-  w.codes.resize(w.calibration->weight.size());
-  for (std::size_t i = 0; i < w.codes.size(); ++i) {
-    qz.scale = sw[sw.size() == 1 ? 0 : ch.channel[i]];
-    w.codes[i] = static_cast<std::int8_t>(ptq::kernels::quant_code(w.calibration->weight[i], qz));
+/// Every layer of the table, and every layer whose BatchNorm calibration fused, matched to its
+/// node, in the manifest's order.
+[[nodiscard]] ptq::result<std::vector<layer_work>> works_of(
+    const graph_view& view, const std::string& path, const ptq::model_manifest& manifest,
+    const ptq::qdq_table& table, const calibration_layers& layers,
+    const calibrated_options& options, std::vector<ptq::error>& warnings) {
+  std::vector<std::string> names;
+  for (const auto& l : manifest.layers) {
+    const auto it = layers.find(l.desc.name);
+    if (table.find(l.desc.name) || (it != layers.end() && it->second.fused))
+      names.push_back(l.desc.name);
   }
+  auto matched = match_layers(view, manifest, path, names);
+  if (!matched)
+    return matched.error();
+  std::vector<layer_work> work;
+  for (const auto& ml : matched.value()) {
+    auto w = work_of(view, ml, table, layers, options, warnings);
+    if (!w)
+      return w.error();
+    work.push_back(std::move(w).value());
+  }
+  return work;
 }
 
-/// Folds the kept BatchNorm after quantization: its scale a_c joins the channel scale (the
-/// codes of a channel with a_c < 0 negated, so the scales stay positive), its shift the bias.
-/// Returns false (nothing changed) when a negative channel holds the code -128.
-[[nodiscard]] ptq::result<bool> fold_after_quantization(layer_work& w) {
-  const auto& m = *w.manifest;
-  const auto ch = channels_of(m);
-  auto f =
-      ptq::conv_bn_fusion_factors(w.codes.size(), w.bias, ch.cout, *m.desc.batch_norm, m.desc.name);
-  if (!f)
-    return make_error(errc::onnx_unsupported, "layer '" + m.desc.name + "': " + f.error().message);
-  for (std::size_t i = 0; i < w.codes.size(); ++i) {
-    if (f->scale[ch.channel[i]] < 0.0f && w.codes[i] == -128)
-      return false;
-  }
-  for (std::size_t i = 0; i < w.codes.size(); ++i) {
-    if (f->scale[ch.channel[i]] < 0.0f)
-      w.codes[i] = static_cast<std::int8_t>(-w.codes[i]);
-  }
-  w.channel_scale.resize(ch.cout);
-  for (std::size_t c = 0; c < ch.cout; ++c)
-    w.channel_scale[c] = std::fabs(f->scale[c]);
-  w.bias = std::move(f->bias);
-  w.fold_batch_norm = true;
-  return true;
-}
+/// DMQ factors 1/b to fold into a float node's constants.
+struct constant_fold {
+  int node;
+  std::vector<float> factors;
+};
 
-/// Divides output channel c of a layer's deployed weight and bias by b[c].
-void divide_channels(layer_work& w, const std::vector<float>& b) {
-  if (w.table && w.table->weight) {  // quantized: the factors go after the codes
-    if (w.channel_scale.empty())
-      w.channel_scale.assign(b.size(), 1.0f);
-    for (std::size_t c = 0; c < b.size(); ++c)
-      w.channel_scale[c] /= b[c];
-  } else {
-    const auto ch = channels_of(*w.manifest);
-    for (std::size_t i = 0; i < w.weight.size(); ++i)
-      w.weight[i] /= b[ch.channel[i]];
+/// Places each DMQ layer's 1/b: into the producing layer of `work` where the path from it
+/// allows (its channel factors), into a float producer's constants (returned), else a Div
+/// before the layer (W1255 says why; always with dmq_mode::exact).
+[[nodiscard]] std::vector<constant_fold> place_dmq_factors(const graph_view& view,
+                                                           std::vector<layer_work>& work,
+                                                           dmq_mode mode,
+                                                           std::vector<ptq::error>& warnings) {
+  const auto work_at = [&](int node) -> layer_work* {
+    for (auto& w : work) {
+      if (w.node == node || (w.fold_batch_norm && w.batch_norm == node))
+        return &w;
+    }
+    return nullptr;
+  };
+  std::vector<constant_fold> float_folds;
+  for (auto& w : work) {
+    if (!w.table || w.table->dmq_factors.empty())
+      continue;
+    const auto& b = w.table->dmq_factors;
+    if (mode == dmq_mode::exact) {
+      w.divide = b;
+      continue;
+    }
+    auto fold = find_dmq_fold(view, w.node, b);
+    if (fold.target < 0) {
+      w.divide = b;
+      warnings.emplace_back(errc::onnx_dmq_divide, ptq::severity::warning,
+                            "layer '" + w.manifest->desc.name + "': its " +
+                                std::to_string(b.size()) +
+                                " DMQ factors stay a Div before the layer: " + fold.reason);
+      continue;
+    }
+    if (auto* p = work_at(fold.target); p != nullptr && p != &w) {
+      w.folded_into = node_label(view.node(p->node), p->node);
+      divide_channels(*p, fold.factors);
+    } else {
+      w.folded_into = node_label(view.node(fold.target), fold.target);
+      float_folds.push_back({fold.target, std::move(fold.factors)});
+    }
   }
-  for (std::size_t c = 0; c < w.bias.size() && c < b.size(); ++c)
-    w.bias[c] /= b[c];
+  return float_folds;
 }
 
 /// A float node's constant input `k` (or a BatchNormalization's scale/shift) divided by b along
@@ -169,6 +174,24 @@ void divide_constant(graph_edit& edit, const graph_view& v, int node, int k, int
   edit.set_float_input(node, k, dims, values->data);
 }
 
+/// Divides each float producer's weight and bias (a BatchNormalization's scale and shift) by
+/// its fold's factors.
+void apply_constant_folds(graph_edit& edit, const graph_view& view,
+                          const std::vector<constant_fold>& folds, const std::string& path) {
+  for (const auto& f : folds) {
+    const auto& n = view.node(f.node);
+    if (n.op_type() == "BatchNormalization") {
+      divide_constant(edit, view, f.node, 1, 0, f.factors, path);
+      divide_constant(edit, view, f.node, 2, 0, f.factors, path);
+      continue;
+    }
+    const int axis = n.op_type() == "ConvTranspose" || weight_is_k_by_n(n) ? 1 : 0;
+    divide_constant(edit, view, f.node, 1, axis, f.factors, path);  // grouped ConvTranspose: no
+    if (n.input_size() > 2 && !n.input(2).empty())
+      divide_constant(edit, view, f.node, 2, 0, f.factors, path);
+  }
+}
+
 /// Replaces every Identity of a constant by an initializer of its output's name holding the
 /// constant (onnx2ncnn has no Identity layer; torch writes them for shared initializers).
 void inline_constant_identities(graph_edit& edit, const graph_view& v) {
@@ -188,6 +211,86 @@ void inline_constant_identities(graph_edit& edit, const graph_view& v) {
   }
 }
 
+/// Writes a layer into its node: the BatchNorm folded into it removed, the deployed weight
+/// (fake-quantized for a quantized layer) and bias set.
+void write_layer(onnx::GraphProto& g, graph_edit& edit, layer_work& w) {
+  auto& node = *g.mutable_node(w.node);
+  const auto& m = *w.manifest;
+  if (w.fold_batch_norm) {
+    const auto& bn = g.node(w.batch_norm);
+    for (int k = 1; k < 5; ++k)
+      edit.release(bn.input(k));
+    edit.vanish(node.output(0));
+    node.set_output(0, bn.output(0));
+    edit.remove_node(w.batch_norm);
+  }
+  if (m.desc.type == ptq::layer_type::avg_pool2d)
+    return;
+  if (has_codes(w))
+    dequantize_codes(w);
+  const std::vector<std::size_t> shape(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
+  std::vector<std::int64_t> dims;
+  const auto values = to_model_layout(w.weight, shape, node, dims);
+  edit.set_float_input(w.node, 1, dims, values);
+  if (w.bias.empty() || node.op_type() == "MatMul")
+    return;
+  const std::vector<std::int64_t> bdims = {static_cast<std::int64_t>(w.bias.size())};
+  if (node.input_size() > 2 && !node.input(2).empty()) {
+    edit.set_float_input(w.node, 2, bdims, w.bias);
+    return;
+  }
+  while (node.input_size() < 2)
+    node.add_input("");
+  node.add_input(edit.add_floats(m.desc.name + "_fused_bias", bdims, w.bias));
+}
+
+/// A Div by the layer's DMQ factors before it, when they stay one (along axis 1).
+void insert_dmq_div(onnx::GraphProto& g, graph_edit& edit, const layer_work& w) {
+  if (w.divide.empty())
+    return;
+  auto& node = *g.mutable_node(w.node);
+  std::vector<std::int64_t> dims = {static_cast<std::int64_t>(w.divide.size())};
+  if (w.manifest->desc.type != ptq::layer_type::linear) {  // [C, 1, …]: along axis 1
+    for (std::size_t d = 2; d < w.manifest->desc.weight.dimension(); ++d)
+      dims.push_back(1);
+  }
+  const std::string& name = w.manifest->desc.name;
+  const std::string factors = edit.add_floats(name + "_dmq_factors", dims, w.divide);
+  const std::string balanced = edit.unique(name + "_input_balanced");
+  edit.add_node("Div", name + "_dmq_Div", {node.input(0), factors}, {balanced});
+  node.set_input(0, balanced);
+}
+
+/// The tensors of a layer's node after the edits (names survive the edit's finish, which
+/// renumbers nodes).
+struct node_tensors {
+  std::string output, input, weight;
+};
+
+/// What a quantized layer deploys with, its tensors those of the finished graph `g`.
+[[nodiscard]] deployed_layer deployed(layer_work& w, node_tensors t, const onnx::GraphProto& g,
+                                      const graph_view& done) {
+  deployed_layer d;
+  d.manifest = w.manifest;
+  d.table = w.table;
+  d.output = std::move(t.output);
+  d.input = std::move(t.input);
+  d.weight = std::move(t.weight);
+  const int node = done.producer(d.output);
+  // ncnn's onnx2ncnn names a layer by its node's name, or its first output without one.
+  d.node = node < 0 || g.node(node).name().empty() ? d.output : g.node(node).name();
+  d.codes = std::move(w.codes);
+  d.weight_shape.assign(w.manifest->desc.weight.shape().begin(),
+                        w.manifest->desc.weight.shape().end());
+  d.channel_scale = std::move(w.channel_scale);
+  d.bias = std::move(w.bias);
+  d.fused_batch_norm = w.calibration->fused;
+  d.folded_kept_batch_norm = w.fold_batch_norm && !w.calibration->fused;
+  d.dmq_divided = !w.divide.empty();
+  d.dmq_folded_into = std::move(w.folded_into);
+  return d;
+}
+
 }  // namespace
 
 ptq::result<calibrated_model> make_calibrated_model(model_file model,
@@ -200,172 +303,19 @@ ptq::result<calibrated_model> make_calibrated_model(model_file model,
   auto& g = *out.model.model.mutable_graph();
   const std::string& path = out.model.path;
   const graph_view view(g);
-  std::vector<std::string> names;
-  for (const auto& l : manifest.layers) {
-    const auto it = layers.find(l.desc.name);
-    if (table.find(l.desc.name) || (it != layers.end() && it->second.fused))
-      names.push_back(l.desc.name);
-  }
-  auto matched = match_layers(view, manifest, path, names);
-  if (!matched)
-    return matched.error();
-  std::vector<layer_work> work;
-  for (const auto& ml : matched.value()) {
-    layer_work w;
-    w.manifest = ml.manifest;
-    w.node = ml.node;
-    w.table = table.find(ml.manifest->desc.name);
-    const auto it = layers.find(ml.manifest->desc.name);
-    if (it == layers.end()) {
-      return make_error(errc::onnx_unsupported, "layer '" + ml.manifest->desc.name +
-                                                    "': the calibration has no weights "
-                                                    "for it");
-    }
-    w.calibration = &it->second;
-    w.weight = it->second.weight;
-    w.bias = it->second.bias;
-    if (ml.manifest->desc.batch_norm)
-      w.batch_norm = batch_norm_after(view, ml.node, *ml.manifest);
-    if (it->second.fused) {
-      if (w.batch_norm < 0) {
-        const std::string node_out = view.node(ml.node).output(0);
-        return make_error(errc::onnx_unsupported,
-                          "layer '" + ml.manifest->desc.name +
-                              "': calibration folded its BatchNorm, but the output '" + node_out +
-                              "' of its node is not read by exactly one BatchNormalization with "
-                              "the manifest's tensors");
-      }
-      w.fold_batch_norm = true;
-    }
-    if (w.table && w.table->weight) {
-      quantize_codes(w);
-      if (!it->second.fused && w.batch_norm >= 0 && options.fold_kept_batch_norms) {
-        auto folded = fold_after_quantization(w);
-        if (!folded)
-          return folded.error();
-        if (!folded.value()) {
-          out.warnings.push_back(ptq::error(
-              errc::onnx_layer_float, ptq::severity::warning,
-              "layer '" + ml.manifest->desc.name +
-                  "': its BatchNorm stays apart: a channel with a negative BatchNorm scale holds "
-                  "the weight code -128, whose negation int8 cannot hold"));
-        }
-      }
-    }
-    work.push_back(std::move(w));
-  }
-  const auto work_at = [&](int node) -> layer_work* {
-    for (auto& w : work) {
-      if (w.node == node || (w.fold_batch_norm && w.batch_norm == node))
-        return &w;
-    }
-    return nullptr;
-  };
-
-  // DMQ: fold 1/b into the producer where the path allows it, else a Div before the layer.
-  struct constant_fold {
-    int node;
-    std::vector<float> factors;
-  };
-  std::vector<constant_fold> float_folds;
-  for (auto& w : work) {
-    if (!w.table || w.table->dmq_factors.empty())
-      continue;
-    const auto& b = w.table->dmq_factors;
-    if (options.dmq == dmq_mode::exact) {
-      w.divide = b;
-      continue;
-    }
-    auto fold = find_dmq_fold(view, w.node, b);
-    if (fold.target < 0) {
-      w.divide = b;
-      out.warnings.push_back(
-          ptq::error(errc::onnx_dmq_divide, ptq::severity::warning,
-                     "layer '" + w.manifest->desc.name + "': its " + std::to_string(b.size()) +
-                         " DMQ factors stay a Div before the layer: " + fold.reason));
-      continue;
-    }
-    if (auto* p = work_at(fold.target); p != nullptr && p != &w) {
-      w.folded_into = node_label(view.node(p->node), p->node);
-      divide_channels(*p, fold.factors);
-    } else {
-      w.folded_into = node_label(view.node(fold.target), fold.target);
-      float_folds.push_back({fold.target, std::move(fold.factors)});
-    }
-  }
+  auto works = works_of(view, path, manifest, table, layers, options, out.warnings);
+  if (!works)
+    return works.error();
+  auto& work = works.value();
+  const auto float_folds = place_dmq_factors(view, work, options.dmq, out.warnings);
 
   graph_edit edit(g);
   inline_constant_identities(edit, view);
-  for (const auto& f : float_folds) {
-    const auto& n = view.node(f.node);
-    if (n.op_type() == "BatchNormalization") {
-      divide_constant(edit, view, f.node, 1, 0, f.factors, path);
-      divide_constant(edit, view, f.node, 2, 0, f.factors, path);
-      continue;
-    }
-    const int axis = n.op_type() == "ConvTranspose" || weight_is_k_by_n(n) ? 1 : 0;
-    divide_constant(edit, view, f.node, 1, axis, f.factors, path);  // grouped ConvTranspose: no
-    if (n.input_size() > 2 && !n.input(2).empty())
-      divide_constant(edit, view, f.node, 2, 0, f.factors, path);
-  }
-  for (auto& w : work) {
-    auto& node = *g.mutable_node(w.node);
-    const auto& m = *w.manifest;
-    if (w.fold_batch_norm) {
-      const auto& bn = g.node(w.batch_norm);
-      for (int k = 1; k < 5; ++k)
-        edit.release(bn.input(k));
-      edit.vanish(node.output(0));
-      node.set_output(0, bn.output(0));
-      edit.remove_node(w.batch_norm);
-    }
-    if (m.desc.type == ptq::layer_type::avg_pool2d)
-      continue;
-    const std::vector<std::size_t> shape(m.desc.weight.shape().begin(),
-                                         m.desc.weight.shape().end());
-    if (w.table && w.table->weight) {  // the fake-quantized weight, times the channel scales
-      const auto ch = channels_of(m);
-      const auto& sw = w.table->weight->scales;
-      w.weight.resize(w.codes.size());
-      for (std::size_t i = 0; i < w.codes.size(); ++i) {
-        const std::size_t c = ch.channel[i];
-        w.weight[i] = static_cast<float>(w.codes[i]) * sw[sw.size() == 1 ? 0 : c];
-        if (!w.channel_scale.empty())
-          w.weight[i] *= w.channel_scale[c];
-      }
-    }
-    std::vector<std::int64_t> dims;
-    const auto values = to_model_layout(w.weight, shape, node, dims);
-    edit.set_float_input(w.node, 1, dims, values);
-    if (!w.bias.empty() && node.op_type() != "MatMul") {
-      const std::vector<std::int64_t> bdims = {static_cast<std::int64_t>(w.bias.size())};
-      if (node.input_size() > 2 && !node.input(2).empty()) {
-        edit.set_float_input(w.node, 2, bdims, w.bias);
-      } else {
-        while (node.input_size() < 2)
-          node.add_input("");
-        node.add_input(edit.add_floats(m.desc.name + "_fused_bias", bdims, w.bias));
-      }
-    }
-  }
-  for (auto& w : work) {
-    if (w.divide.empty())
-      continue;
-    auto& node = *g.mutable_node(w.node);
-    std::vector<std::int64_t> dims = {static_cast<std::int64_t>(w.divide.size())};
-    if (w.manifest->desc.type != ptq::layer_type::linear) {  // [C, 1, …]: along axis 1
-      for (std::size_t d = 2; d < w.manifest->desc.weight.dimension(); ++d)
-        dims.push_back(1);
-    }
-    const std::string& name = w.manifest->desc.name;
-    const std::string factors = edit.add_floats(name + "_dmq_factors", dims, w.divide);
-    const std::string balanced = edit.unique(name + "_input_balanced");
-    edit.add_node("Div", name + "_dmq_Div", {node.input(0), factors}, {balanced});
-    node.set_input(0, balanced);
-  }
-  struct node_tensors {
-    std::string output, input, weight;
-  };
+  apply_constant_folds(edit, view, float_folds, path);
+  for (auto& w : work)
+    write_layer(g, edit, w);
+  for (const auto& w : work)
+    insert_dmq_div(g, edit, w);
   std::vector<node_tensors> after;
   for (const auto& w : work) {
     const auto& n = g.node(w.node);
@@ -377,28 +327,8 @@ ptq::result<calibrated_model> make_calibrated_model(model_file model,
   const graph_view done(g);
   for (const auto& row : table.layers) {
     for (std::size_t i = 0; i < work.size(); ++i) {
-      auto& w = work[i];
-      if (w.table != &row)
-        continue;
-      deployed_layer d;
-      d.manifest = w.manifest;
-      d.table = w.table;
-      d.output = after[i].output;
-      d.input = after[i].input;
-      d.weight = after[i].weight;
-      const int node = done.producer(d.output);
-      // ncnn's onnx2ncnn names a layer by its node's name, or its first output without one.
-      d.node = node < 0 || g.node(node).name().empty() ? d.output : g.node(node).name();
-      d.codes = std::move(w.codes);
-      d.weight_shape.assign(w.manifest->desc.weight.shape().begin(),
-                            w.manifest->desc.weight.shape().end());
-      d.channel_scale = std::move(w.channel_scale);
-      d.bias = std::move(w.bias);
-      d.fused_batch_norm = w.calibration->fused;
-      d.folded_kept_batch_norm = w.fold_batch_norm && !w.calibration->fused;
-      d.dmq_divided = !w.divide.empty();
-      d.dmq_folded_into = std::move(w.folded_into);
-      out.layers.push_back(std::move(d));
+      if (work[i].table == &row)
+        out.layers.push_back(deployed(work[i], std::move(after[i]), g, done));
     }
   }
   return out;

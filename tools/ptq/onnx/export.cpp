@@ -14,6 +14,7 @@
 #include "match.hpp"
 #include "ptq/algorithms/activations/dmq.hpp"
 #include "ptq/config.hpp"
+#include "ptq/export/qdq_table_from_manifest.hpp"
 #include "ptq/export/symmetric.hpp"
 #include "ptq/session/calibration_session.hpp"
 #include "qdq.hpp"

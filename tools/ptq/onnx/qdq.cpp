@@ -144,23 +144,19 @@ struct qdq_group {
   std::string dq;
 };
 
-}  // namespace
-
-ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
-                                                       const qdq_form& form,
-                                                       std::vector<ptq::error>& warnings) {
-  const qdq_placement placement = form.placement;
-  // Shapes first: the edits below append nodes out of order until finish() sorts them.
-  const auto shapes = form.placement == qdq_placement::fused
-                          ? infer_tensor_shapes(model.model.model)
-                          : tensor_shapes{};
-  auto& g = *model.model.model.mutable_graph();
-  const graph_view view(g);
-  graph_edit ed(g);
-  std::vector<qdq_layer_summary> out;
+/// The calibrated demands: each quantized layer's input on its activation grid, its weight
+/// quantized in the graph, and its summary (the output column filled later).
+struct layer_demands {
+  std::vector<qdq_layer_summary> summaries;
   demand_map demands;
-  std::set<int> layer_nodes;
+  std::set<int> nodes;
   std::map<int, std::string> layer_of_node;
+};
+
+[[nodiscard]] ptq::result<layer_demands> quantize_layers(graph_edit& ed, const graph_view& view,
+                                                         const calibrated_model& model,
+                                                         const qdq_form& form) {
+  layer_demands out;
   for (const auto& d : model.layers) {
     const int node = view.producer(d.output);
     const auto& act = d.table->activation;
@@ -189,84 +185,121 @@ ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
       s.weight_axis = axis.value();
       s.unsigned_weight = as_uint8;
     }
-    demands[d.input].push_back({activation_params(act), node, true});
-    layer_nodes.insert(node);
-    layer_of_node[node] = name;
-    out.push_back(std::move(s));
+    out.demands[d.input].push_back({activation_params(act), node, true});
+    out.nodes.insert(node);
+    out.layer_of_node[node] = name;
+    out.summaries.push_back(std::move(s));
   }
-  if (placement == qdq_placement::fused)
-    add_fusion_demands(view, layer_nodes, shapes, demands);
+  return out;
+}
 
-  for (const auto& [tensor, list] : demands) {
-    // uint8 grids are shared by their readers; int8 ones get a pair each (ONNX Runtime's
-    // x86 int8-to-uint8 rewrite handles one reader per QuantizeLinear only).
-    std::vector<qdq_group> groups;
-    for (const auto& dm : list) {
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const qdq_group& gr) {
-        return dm.params.is_unsigned && gr.params == dm.params;
-      });
-      if (it == groups.end()) {
-        groups.push_back({dm.params, dm.calibrated, {}, {}});
-        it = groups.end() - 1;
-      }
-      it->readers.push_back(dm.consumer);
+/// The demands on one tensor as QuantizeLinear/DequantizeLinear pairs: uint8 grids are shared
+/// by their readers; int8 ones get a pair each (ONNX Runtime's x86 int8-to-uint8 rewrite
+/// handles one reader per QuantizeLinear only). Returns the groups, each with its readers
+/// rewired to its dequantized tensor.
+std::vector<qdq_group> insert_tensor_qdq(graph_edit& ed, const std::string& tensor,
+                                         const std::vector<qdq_demand>& list,
+                                         const std::map<int, std::string>& layer_of_node) {
+  std::vector<qdq_group> groups;
+  for (const auto& dm : list) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const qdq_group& gr) {
+      return dm.params.is_unsigned && gr.params == dm.params;
+    });
+    if (it == groups.end()) {
+      groups.push_back({dm.params, dm.calibrated, {}, {}});
+      it = groups.end() - 1;
     }
-    for (auto& gr : groups) {
-      const auto layer = layer_of_node.find(gr.readers.front());
-      const std::string base =
-          gr.calibrated && layer != layer_of_node.end() ? layer->second + "_input" : tensor;
-      const auto [scale, zp] = add_grid(ed, base, gr.params);
-      const std::string q = ed.unique(base + "_quantized");
-      gr.dq = ed.unique(base + "_dequantized");
-      add_qdq_node(ed, "QuantizeLinear", base + "_QuantizeLinear", tensor, scale, zp, q,
-                   std::nullopt);
-      add_qdq_node(ed, "DequantizeLinear", base + "_DequantizeLinear", q, scale, zp, gr.dq,
-                   std::nullopt);
-      for (const int r : gr.readers) {
-        auto& n = *g.mutable_node(r);
-        for (int k = 0; k < n.input_size(); ++k) {
-          if (n.input(k) == tensor)
-            n.set_input(k, gr.dq);
-        }
+    it->readers.push_back(dm.consumer);
+  }
+  auto& g = ed.graph();
+  for (auto& gr : groups) {
+    const auto layer = layer_of_node.find(gr.readers.front());
+    const std::string base =
+        gr.calibrated && layer != layer_of_node.end() ? layer->second + "_input" : tensor;
+    const auto [scale, zp] = add_grid(ed, base, gr.params);
+    const std::string q = ed.unique(base + "_quantized");
+    gr.dq = ed.unique(base + "_dequantized");
+    add_qdq_node(ed, "QuantizeLinear", base + "_QuantizeLinear", tensor, scale, zp, q,
+                 std::nullopt);
+    add_qdq_node(ed, "DequantizeLinear", base + "_DequantizeLinear", q, scale, zp, gr.dq,
+                 std::nullopt);
+    for (const int r : gr.readers) {
+      auto& n = *g.mutable_node(r);
+      for (int k = 0; k < n.input_size(); ++k) {
+        if (n.input(k) == tensor)
+          n.set_input(k, gr.dq);
       }
-    }
-    if (placement != qdq_placement::fused)
-      continue;
-    // A residual Add (or Mul, Concat) whose output is quantized reads the quantized tensor too,
-    // so it runs as one int8 kernel.
-    for (const auto& use : view.consumers(tensor)) {
-      const auto& n = view.node(use.node);
-      const bool quantized_op =
-          n.op_type() == "Add" || n.op_type() == "Mul" || n.op_type() == "Concat";
-      if (quantized_op && n.output_size() == 1 && demands.count(n.output(0)) &&
-          g.node(use.node).input(use.input) == tensor)
-        g.mutable_node(use.node)->set_input(use.input, groups.front().dq);
     }
   }
+  return groups;
+}
 
+/// The fused placement: a residual Add (or Mul, Concat) whose output is quantized reads the
+/// quantized `tensor` too (`dq`), so it runs as one int8 kernel.
+void quantize_residual_inputs(onnx::GraphProto& g, const graph_view& view,
+                              const std::string& tensor, const std::string& dq,
+                              const demand_map& demands) {
+  for (const auto& use : view.consumers(tensor)) {
+    const auto& n = view.node(use.node);
+    const bool quantized_op =
+        n.op_type() == "Add" || n.op_type() == "Mul" || n.op_type() == "Concat";
+    if (quantized_op && n.output_size() == 1 && demands.count(n.output(0)) &&
+        g.node(use.node).input(use.input) == tensor)
+      g.mutable_node(use.node)->set_input(use.input, dq);
+  }
+}
+
+/// Whether layer `d`'s output is quantized, or why it stays float: a Gemm or MatMul ends in
+/// float as an int8 kernel does (float_output_gemm); any other op warns (W1256).
+[[nodiscard]] std::string output_form(graph_edit& ed, const graph_view& view,
+                                      const deployed_layer& d, const layer_demands& q,
+                                      const tensor_shapes& shapes,
+                                      std::vector<ptq::error>& warnings) {
+  if (q.demands.count(d.output))
+    return "quantized";
+  const int node = view.producer(d.output);
+  const auto& op = view.node(node).op_type();
+  if (op == "Gemm" || op == "MatMul") {
+    float_output_gemm(ed, node, shapes, d.input);
+    return "float";
+  }
+  warnings.emplace_back(
+      errc::onnx_layer_float, ptq::severity::warning,
+      "layer '" + d.manifest->desc.name + "': no quantized layer reads its output '" + d.output +
+          "', so an int8 engine runs its " + op +
+          " in float (only a Gemm or MatMul can end in float); quantize the layer that "
+          "consumes it, or keep this one in float with skip_layers");
+  return "float";
+}
+
+}  // namespace
+
+ptq::result<std::vector<qdq_layer_summary>> insert_qdq(calibrated_model& model,
+                                                       const qdq_form& form,
+                                                       std::vector<ptq::error>& warnings) {
+  const bool fused = form.placement == qdq_placement::fused;
+  // Shapes first: the edits below append nodes out of order until finish() sorts them.
+  const auto shapes = fused ? infer_tensor_shapes(model.model.model) : tensor_shapes{};
+  auto& g = *model.model.model.mutable_graph();
+  const graph_view view(g);
+  graph_edit ed(g);
+  auto layers = quantize_layers(ed, view, model, form);
+  if (!layers)
+    return layers.error();
+  auto& q = layers.value();
+  if (fused)
+    add_fusion_demands(view, q.nodes, shapes, q.demands);
+  for (const auto& [tensor, list] : q.demands) {
+    const auto groups = insert_tensor_qdq(ed, tensor, list, q.layer_of_node);
+    if (fused)
+      quantize_residual_inputs(g, view, tensor, groups.front().dq, q.demands);
+  }
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    const auto& d = model.layers[i];
-    const int node = view.producer(d.output);
-    const auto& op = view.node(node).op_type();
-    if (placement != qdq_placement::fused) {
-      out[i].output = "float";
-    } else if (demands.count(d.output)) {
-      out[i].output = "quantized";
-    } else if (op == "Gemm" || op == "MatMul") {
-      float_output_gemm(ed, node, shapes, d.input);
-      out[i].output = "float";
-    } else {
-      out[i].output = "float";
-      warnings.push_back(ptq::error(
-          errc::onnx_layer_float, ptq::severity::warning,
-          "layer '" + d.manifest->desc.name + "': no quantized layer reads its output '" +
-              d.output + "', so an int8 engine runs its " + op +
-              " in float (only a Gemm or MatMul can end in float); quantize the layer that "
-              "consumes it, or keep this one in float with skip_layers"));
-    }
+    q.summaries[i].output =
+        fused ? output_form(ed, view, model.layers[i], q, shapes, warnings) : "float";
   }
   ed.finish();
-  return out;
+  return std::move(q.summaries);
 }
 
 }  // namespace ptq_cli::onnx_tool

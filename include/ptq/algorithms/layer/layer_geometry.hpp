@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "ptq/core/conv_attributes.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
 
@@ -34,6 +36,27 @@ struct layer_geometry {
   std::size_t in_h = 1;  ///< spatial size of the input (Conv2d, ConvTranspose2d)
   std::size_t in_w = 1;
 };
+
+namespace detail {
+
+/// A 2-d attribute from PyTorch's list form: empty → fallback, one value → both axes.
+inline void attribute_pair(const std::vector<std::size_t>& v, std::size_t fallback, std::size_t& h,
+                           std::size_t& w) noexcept {
+  h = v.empty() ? fallback : v[0];
+  w = v.empty() ? fallback : (v.size() == 1 ? v[0] : v[1]);
+}
+
+}  // namespace detail
+
+/// Sets the 2-d stride, padding, dilation, output padding and groups of `g` from a conv's
+/// attributes (PyTorch's list form, as the model manifest holds them: docs/calibrate.md).
+inline void set_conv_attributes(layer_geometry& g, const conv_attributes& conv) noexcept {
+  detail::attribute_pair(conv.stride, 1, g.stride_h, g.stride_w);
+  detail::attribute_pair(conv.padding, 0, g.pad_h, g.pad_w);
+  detail::attribute_pair(conv.dilation, 1, g.dilation_h, g.dilation_w);
+  detail::attribute_pair(conv.output_padding, 0, g.output_padding_h, g.output_padding_w);
+  g.groups = conv.groups;
+}
 
 /// Conv2d output extent along one axis: floor((in + 2p - d(k-1) - 1) / s) + 1; <= 0 when the
 /// dilated kernel does not fit in the padded input.
