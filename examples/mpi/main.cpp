@@ -29,7 +29,8 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
     return created.error();
   auto s = std::move(created).value();
   // Phases 2 and 3 on every rank alike: the DMQ factors from batch 0, then the weights.
-  ptq::result<> local = digits::feed_dmq(s, data.model, ptq::batch_rows(data.calib, 0, batch_size));
+  ptq::result<> local =
+      ptq::sequential_dmq(s, data.model, ptq::batch_rows(data.calib, 0, batch_size), 1);
   if (local)
     local = s.quantize_weights();
   if (local && !s.ada_layers().empty()) {
@@ -47,17 +48,17 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
                                 "batch " + std::to_string(b) + " is past the calibration images");
         break;
       }
-      auto r = digits::forward(
-          data.model, digits::session_descs(s),
-          ptq::batch_rows(data.calib, b * batch_size, (b + 1) * batch_size),
-          [&](std::size_t l, digits::batch& x) {
+      auto r = ptq::forward_sequential(
+          data.model, ptq::session_descs(s),
+          ptq::batch_rows(data.calib, b * batch_size, (b + 1) * batch_size), 1,
+          [&](std::size_t l, ptq::io::float_tensor& x) {
             const auto& layer = s.layers()[l];
             if (layer.plan.quant_enable) {
               if (auto st = s.feed(layer.desc.name, ptq::batch_ref(x, layer.desc.name + " input"));
                   !st)
                 return st;
             }
-            return digits::divide_by_factors(s, l, x);
+            return ptq::divide_by_balance_factors(layer, x.data.data(), x.shape);
           });
       if (!r)
         local = r.error();

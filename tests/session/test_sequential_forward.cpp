@@ -1,6 +1,6 @@
 // The reference forward pass of a sequential manifest (ptq/session/sequential_forward.hpp) on a
-// hand-derived three-layer model, and the inputs it refuses. The digits model through it is
-// test_digits.cpp.
+// hand-derived three-layer model, the inputs it refuses, and the session's phases driven on it
+// (sequential_calibration.hpp). The digits model through both is test_digits.cpp.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -9,6 +9,8 @@
 
 #include <xtensor/xarray.hpp>
 
+#include "ptq/config.hpp"
+#include "ptq/session/sequential_calibration.hpp"
 #include "ptq/session/sequential_forward.hpp"
 
 namespace {
@@ -70,9 +72,13 @@ TEST_CASE("forward_sequential: conv, pool and linear by hand", "[session][forwar
   CHECK(ptq::top1_classes(y.value()) == std::vector<int>{0});
   CHECK(ptq::top1_accuracy({0, 1, 1}, {0, 1, 0}) == Approx(2.0 / 3.0));
   CHECK(ptq::top1_accuracy({}, {}) == 0.0);
-  const auto r = ptq::batch_rows(ptq::io::float_tensor{{3, 2}, {1, 2, 3, 4, 5, 6}}, 1, 3);
+  const ptq::io::float_tensor three{{3, 2}, {1, 2, 3, 4, 5, 6}};
+  const auto r = ptq::batch_rows(three, 1, 3);
   CHECK(r.shape == std::vector<std::size_t>{2, 2});
   CHECK(r.data == std::vector<float>{3, 4, 5, 6});
+  CHECK(ptq::batch_rows(three, 2, 9).data == std::vector<float>{5, 6});  // cut to the rows
+  CHECK(ptq::batch_rows(three, 5, 9).shape == std::vector<std::size_t>{0, 2});
+  CHECK(ptq::top1_classes(ptq::io::float_tensor{{2}, {1, 2}}).empty());  // not [N, K]
   const auto ref = ptq::batch_ref(image, "image");
   CHECK(ref.data == image.data.data());
   CHECK(ref.name == "image");
@@ -104,6 +110,28 @@ TEST_CASE("forward_sequential refuses what it cannot run, naming the layer", "[s
     CHECK(y.error().code == ptq::errc::shape_mismatch);
     CHECK(y.error().message == "pool input [1, 1, 1, 1]: the pooling window does not fit");
   }
+  SECTION("a BatchNorm that is not one value per channel") {
+    auto other = model;
+    other.layers[0].desc.batch_norm = ptq::batch_norm_params{{1}, {0}, {0}, {1}, 1e-5f};
+    const auto y = ptq::forward_sequential(other, descs_of(other), image, 1);
+    REQUIRE_FALSE(y.ok());
+    CHECK(y.error().code == ptq::errc::shape_mismatch);
+    CHECK(y.error().message == "conv: its BatchNorm has 1 values for 2 channels");
+  }
+  SECTION("a description the session would refuse") {
+    auto other = model;
+    other.layers[2].desc.bias = xt::xarray<float>{1.0f, 2.0f, 3.0f};
+    const auto y = ptq::forward_sequential(other, descs_of(other), image, 1);
+    REQUIRE_FALSE(y.ok());
+    CHECK(y.error().code == ptq::errc::session_layer_invalid);
+    CHECK(y.error().message == "layer 'fc': bias has 3 values; Cout is 2");
+  }
+  SECTION("an empty batch runs through") {
+    const auto y =
+        ptq::forward_sequential(model, descs, ptq::io::float_tensor{{0, 1, 3, 3}, {}}, 1);
+    REQUIRE(y.ok());
+    CHECK(y.value().shape == std::vector<std::size_t>{0, 2});
+  }
   SECTION("a layer type it does not run") {
     auto other = model;
     other.layers[0].desc.type = ptq::layer_type::conv1d;
@@ -126,4 +154,36 @@ TEST_CASE("forward_sequential refuses what it cannot run, naming the layer", "[s
     CHECK(y.error().message == "stop at pool");
     CHECK(seen == 2);
   }
+}
+
+TEST_CASE("calibrate_sequential drives the phases; too few images is an error",
+          "[session][forward]") {
+  const auto model = small_model();
+  std::vector<ptq::layer_desc> descs;
+  for (const auto& l : model.layers)
+    descs.push_back(l.desc);
+  const auto config = ptq::try_parse_config("batch_num : 3\n");
+  REQUIRE(config.ok());
+  auto created = ptq::calibration_session::create(config.value(), descs);
+  REQUIRE(created.ok());
+  auto s = std::move(created).value();
+  ptq::io::float_tensor calib{{2, 1, 3, 3}, std::vector<float>(18)};
+  for (std::size_t i = 0; i < calib.data.size(); ++i)
+    calib.data[i] = static_cast<float>(i % 7) - 2.0f;
+  const auto few = ptq::calibrate_sequential(s, model, calib, 1, 1);
+  REQUIRE_FALSE(few.ok());
+  CHECK(few.error().code == ptq::errc::session_input_invalid);
+  CHECK(few.error().message == "batch_num 3 x 1 needs more calibration images than the 2 given");
+  calib.shape[0] = 3;
+  calib.data.insert(calib.data.end(), image.data.begin(), image.data.end());
+  REQUIRE(ptq::calibrate_sequential(s, model, calib, 1, 1).ok());
+  const auto record = s.record();
+  REQUIRE(record.ok());
+  CHECK(record.value().records.size() == 3);
+  const auto q = ptq::forward_quantized(s, model, image, 1, ptq::kernels::reference_kernel_set());
+  REQUIRE(q.ok());
+  CHECK(q.value().logits.shape == std::vector<std::size_t>{1, 2});
+  REQUIRE(q.value().activation_sqnr_db.size() == 3);
+  for (const double db : q.value().activation_sqnr_db)
+    CHECK(db > 20.0);  // every layer quantized, 8 bits
 }

@@ -43,9 +43,7 @@ struct report_context {
     const ptq::calibration_session& s, const bundled_model& m, std::size_t batch_size,
     unsigned threads, const ptq::kernels::kernel_set& k) {
   const auto images = ptq::batch_rows(m.calib, 0, s.plan().batch_num * batch_size);
-  std::vector<const ptq::layer_desc*> fp32;
-  for (const auto& l : m.model.layers)
-    fp32.push_back(&l.desc);
+  const auto fp32 = ptq::manifest_descs(m.model);
   auto ref = ptq::forward_sequential(m.model, fp32, images, threads);
   if (!ref)
     return ref.error();

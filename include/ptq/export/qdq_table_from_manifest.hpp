@@ -6,6 +6,7 @@
 // Depends on: detail, algorithms (BatchNorm fusion, DMQ) and session (the manifest).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -23,6 +23,7 @@
 #include "ptq/core/error.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/kernels/kernel_set.hpp"
+#include "ptq/session/checks.hpp"
 #include "ptq/session/model_manifest.hpp"
 
 namespace ptq {
@@ -114,8 +115,19 @@ namespace detail {
 }
 
 /// Eval-mode BatchNorm over axis 1, in place: (x - mean) / sqrt(var + eps) * gamma + beta.
-inline void batch_norm(io::float_tensor& x, const batch_norm_params& bn) {
+/// Errors: parameters that are not one per channel.
+[[nodiscard]] inline result<> batch_norm(io::float_tensor& x, const batch_norm_params& bn,
+                                         const std::string& layer) {
   const std::size_t n = x.shape[0], c = x.shape[1];
+  for (const auto* v : {&bn.weight, &bn.bias, &bn.running_mean, &bn.running_var}) {
+    if (v->size() != c) {
+      return make_error(errc::shape_mismatch, layer + ": its BatchNorm has " +
+                                                  std::to_string(v->size()) + " values for " +
+                                                  std::to_string(c) + " channels");
+    }
+  }
+  if (n * c == 0)
+    return {};
   const std::size_t inner = x.data.size() / (n * c);
   float* p = x.data.data();
   for (std::size_t b = 0; b < n; ++b) {
@@ -125,31 +137,34 @@ inline void batch_norm(io::float_tensor& x, const batch_norm_params& bn) {
         *p = (*p - bn.running_mean[ch]) * r * bn.weight[ch] + bn.bias[ch];
     }
   }
+  return {};
 }
 
 }  // namespace detail
 
 /// Layer `m` of a sequential manifest run with the description `d` (its weights, BatchNorm and
-/// activation as the session holds them: fused, balanced, fake-quantized). Errors: an input
-/// that does not fit the layer, a layer type other than Conv2d, Linear and AvgPool2d.
+/// activation as the session holds them: fused, balanced, fake-quantized). Errors: a layer type
+/// other than Conv2d, Linear and AvgPool2d, a description that does not hold together (E801, as
+/// the session checks it), an input that does not fit the layer.
 [[nodiscard]] inline result<io::float_tensor> run_sequential_layer(const manifest_layer& m,
                                                                    const layer_desc& d,
                                                                    const io::float_tensor& x,
                                                                    unsigned threads) {
-  result<io::float_tensor> y = io::float_tensor{};
-  if (d.type == layer_type::avg_pool2d) {
-    y = detail::run_pool_layer(m, x);
-  } else if (d.type == layer_type::conv2d || d.type == layer_type::linear) {
-    y = detail::run_gemm_layer(d, x, threads);
-  } else {
+  const bool gemm = d.type == layer_type::conv2d || d.type == layer_type::linear;
+  if (!gemm && d.type != layer_type::avg_pool2d) {
     return make_error(errc::invalid_argument,
                       d.name + ": the sequential forward runs Conv2d, Linear and AvgPool2d only");
   }
+  if (auto st = check_layer_desc(d); !st)
+    return st.error();
+  auto y = gemm ? detail::run_gemm_layer(d, x, threads) : detail::run_pool_layer(m, x);
   if (!y)
     return y;
   io::float_tensor& out = y.value();
-  if (d.batch_norm)
-    detail::batch_norm(out, *d.batch_norm);
+  if (d.batch_norm) {
+    if (auto st = detail::batch_norm(out, *d.batch_norm, d.name); !st)
+      return st.error();
+  }
   const std::size_t n = out.shape[0], c = out.shape[1];
   if (auto st = activation_forward(d.activation, out.data.data(), out.data.data(), n, c,
                                    n * c == 0 ? 0 : out.data.size() / (n * c));
@@ -173,9 +188,11 @@ using sequential_hook = std::function<result<>(std::size_t, io::float_tensor&)>;
                                                   std::to_string(model.layers.size()) + " layers");
   }
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    if (model.layers[i].flatten && x.shape.size() != 2) {
-      const std::size_t n = x.shape.empty() ? 0 : x.shape[0];
-      x.shape = {n, n == 0 ? 0 : x.data.size() / n};
+    if (model.layers[i].flatten && x.shape.size() > 2) {
+      std::size_t features = 1;
+      for (std::size_t d = 1; d < x.shape.size(); ++d)
+        features *= x.shape[d];
+      x.shape = {x.shape[0], features};
     }
     if (hook) {
       if (auto st = hook(i, x); !st)
@@ -189,10 +206,15 @@ using sequential_hook = std::function<result<>(std::size_t, io::float_tensor&)>;
   return x;
 }
 
-/// Rows [begin, end) of a batch (begin <= end <= its first extent).
+/// Rows [begin, end) of a batch, the range cut to the rows it has.
 [[nodiscard]] inline io::float_tensor batch_rows(const io::float_tensor& x, std::size_t begin,
                                                  std::size_t end) {
-  const std::size_t per = x.shape[0] == 0 ? 0 : x.data.size() / x.shape[0];
+  if (x.shape.empty())
+    return {};
+  const std::size_t rows = x.shape[0];
+  end = std::min(end, rows);
+  begin = std::min(begin, end);
+  const std::size_t per = rows == 0 ? 0 : x.data.size() / rows;
   io::float_tensor out{x.shape,
                        {x.data.begin() + static_cast<std::ptrdiff_t>(begin * per),
                         x.data.begin() + static_cast<std::ptrdiff_t>(end * per)}};
@@ -201,8 +223,11 @@ using sequential_hook = std::function<result<>(std::size_t, io::float_tensor&)>;
 }
 
 /// The class of each row of [N, K] logits: the index of its largest logit (the first of equal
-/// ones).
+/// ones); none for a tensor of another rank or K = 0.
 [[nodiscard]] inline std::vector<int> top1_classes(const io::float_tensor& logits) {
+  if (logits.shape.size() != 2 || logits.shape[1] == 0 ||
+      logits.data.size() != logits.shape[0] * logits.shape[1])
+    return {};
   const std::size_t n = logits.shape[0], k = logits.shape[1];
   std::vector<int> out(n);
   for (std::size_t b = 0; b < n; ++b) {
