@@ -48,32 +48,73 @@ inline constexpr std::size_t gemm_nc = 960;
 /// Floats of packing workspace a gemm call needs (slack for aligning it to 64 bytes included).
 inline constexpr std::size_t gemm_workspace_floats = gemm_kc * (gemm_mc + gemm_nc) + 16;
 
+namespace detail {
+
+/// One multiply-add of the reference: fused (one rounding) or a rounded product, then the sum.
+template <bool Fused>
+[[nodiscard]] inline float ref_madd(float x, float y, float acc) noexcept {
+  if constexpr (Fused) {
+    return std::fma(x, y, acc);
+  } else {
+    const float prod = x * y;
+    return acc + prod;
+  }
+}
+
+/// The scalar reference for one rounding mode. Each output is its own accumulator, summed in k
+/// order; four outputs of a row are computed side by side and the transposes are strides, so
+/// every translation unit compiles the same branch-free loop whichever inline copy the linker
+/// keeps (the branchy loop was vectorized in some units and not in others, 2.5x apart). Four
+/// independent sums are the same sums: nothing is reassociated.
+template <bool Fused>
+inline void gemm_ref_loop(const gemm_problem& p) noexcept {
+  constexpr std::size_t w = 4;
+  const std::size_t a_i = p.trans_a ? 1 : p.lda, a_q = p.trans_a ? p.lda : 1;
+  const std::size_t b_q = p.trans_b ? 1 : p.ldb, b_j = p.trans_b ? p.ldb : 1;
+  for (std::size_t i = 0; i < p.m; ++i) {
+    const float* a = p.a + i * a_i;
+    float* c = p.c + i * p.ldc;
+    std::size_t j = 0;
+    for (; j + w <= p.n; j += w) {
+      float acc[w];
+      for (std::size_t t = 0; t < w; ++t)
+        acc[t] = p.accumulate ? c[j + t] : 0.0f;
+      const float* b = p.b + j * b_j;
+      for (std::size_t q = 0; q < p.k; ++q) {
+        const float x = a[q * a_q];
+        for (std::size_t t = 0; t < w; ++t)
+          acc[t] = ref_madd<Fused>(x, b[t * b_j + q * b_q], acc[t]);
+      }
+      for (std::size_t t = 0; t < w; ++t)
+        c[j + t] = acc[t];
+    }
+    for (; j < p.n; ++j) {
+      float acc = p.accumulate ? c[j] : 0.0f;
+      const float* b = p.b + j * b_j;
+      for (std::size_t q = 0; q < p.k; ++q)
+        acc = ref_madd<Fused>(a[q * a_q], b[q * b_q], acc);
+      c[j] = acc;
+    }
+  }
+}
+
+}  // namespace detail
+
 /// Scalar reference, with `fused` = whether each multiply-add is one rounding (std::fma).
 inline void gemm_ref(const gemm_problem& p, bool fused) noexcept {
-  for (std::size_t i = 0; i < p.m; ++i) {
-    for (std::size_t j = 0; j < p.n; ++j) {
-      float acc = p.accumulate ? p.c[i * p.ldc + j] : 0.0f;
-      for (std::size_t q = 0; q < p.k; ++q) {
-        const float x = p.trans_a ? p.a[q * p.lda + i] : p.a[i * p.lda + q];
-        const float y = p.trans_b ? p.b[j * p.ldb + q] : p.b[q * p.ldb + j];
-        if (fused) {
-          acc = std::fma(x, y, acc);
-        } else {
-          const float prod = x * y;
-          acc = acc + prod;
-        }
-      }
-      p.c[i * p.ldc + j] = acc;
-    }
+  if (fused) {
+    detail::gemm_ref_loop<true>(p);
+  } else {
+    detail::gemm_ref_loop<false>(p);
   }
 }
 
 /// The references in kernel_set form (the workspace is unused).
 inline void gemm_ref_unfused(const gemm_problem& p, float* /*workspace*/) {
-  gemm_ref(p, false);
+  detail::gemm_ref_loop<false>(p);
 }
 inline void gemm_ref_fused(const gemm_problem& p, float* /*workspace*/) {
-  gemm_ref(p, true);
+  detail::gemm_ref_loop<true>(p);
 }
 
 /// Whether the SIMD kernel of Arch uses a fused multiply-add (and so equals gemm_ref(p, true)):
