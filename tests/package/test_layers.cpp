@@ -182,10 +182,10 @@ namespace {
 std::set<std::string> reach_of(const fs::path& root, const std::string& rel) {
   static const std::regex include_line(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::set<std::string> seen;
-  std::vector<std::string> todo{rel};
-  while (!todo.empty()) {
-    const std::string at = todo.back();
-    todo.pop_back();
+  std::vector<std::string> pending{rel};
+  while (!pending.empty()) {
+    const std::string at = pending.back();
+    pending.pop_back();
     if (!seen.insert(at).second)
       continue;
     std::istringstream in(read_text(root / at));
@@ -196,7 +196,7 @@ std::set<std::string> reach_of(const fs::path& root, const std::string& rel) {
         continue;
       const std::string header = m[1];
       if (header.rfind("ptq/", 0) == 0)
-        todo.push_back(header.substr(4));
+        pending.push_back(header.substr(4));
       else if (const std::string lib = library_of(header); !lib.empty())
         seen.insert(lib);
     }

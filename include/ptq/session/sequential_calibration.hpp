@@ -94,6 +94,8 @@ namespace detail {
 [[nodiscard]] inline result<> sequential_ada(calibration_session& s, const model_manifest& m,
                                              const io::float_tensor& calib, unsigned threads) {
   const auto ada = s.ada_layers();
+  if (ada.empty())
+    return {};  // no copy of the weights for a run without AdaRound
   std::vector<layer_desc> float_descs;
   for (const auto* d : session_descs(s))
     float_descs.push_back(*d);  // the AdaRound layers' float (balanced) weights
