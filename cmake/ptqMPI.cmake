@@ -20,7 +20,9 @@ if(NOT PTQ_WITH_MPI STREQUAL "OFF" AND (PTQ_BUILD_TOOLS OR PTQ_BUILD_EXAMPLES OR
                         "openmpi-bin or configure with -DPTQ_WITH_MPI=OFF")
   endif()
 endif()
-if(NOT ptq_mpi_enabled)
+# Said only where MPI would be used: a consumer that builds none of the tool, examples or tests
+# configures quietly.
+if(NOT ptq_mpi_enabled AND (PTQ_BUILD_TOOLS OR PTQ_BUILD_EXAMPLES OR PTQ_BUILD_TESTS))
   message(STATUS "ptq: building without MPI (PTQ_WITH_MPI=${PTQ_WITH_MPI}); "
                  "`ptq calibrate --mpi` will say so")
 endif()

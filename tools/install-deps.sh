@@ -4,7 +4,7 @@
 # installed yet.
 #   tools/install-deps.sh            the `ptq` tool: what tools/demo.sh (the main job) builds
 #   tools/install-deps.sh --test     also the tests, benchmarks and their real components: Catch2,
-#                                    Google Benchmark, chromium, ONNX, Open MPI, python3-torch,
+#                                    Google Benchmark, clang++-14 (strict consumer builds), chromium, ONNX, Open MPI, python3-torch,
 #                                    node and npm (what tools/test.sh needs)
 #   tools/install-deps.sh --ort DIR  also ONNX Runtime for the ort_* tests: the npm package
 #                                    onnxruntime-node (CPU binaries inside) into DIR/node_modules
@@ -14,7 +14,7 @@ set -euo pipefail
 
 ort_version=1.30.0
 packages=(cmake g++ make libxtensor-dev xtl-dev libxsimd-dev nlohmann-json3-dev libcli11-dev)
-test_packages=(catch2 libbenchmark-dev chromium python3 python3-jsonschema libonnx-dev
+test_packages=(catch2 libbenchmark-dev clang-14 chromium python3 python3-jsonschema libonnx-dev
                libprotobuf-dev python3-onnx python3-numpy libonnx-testdata libopenmpi-dev
                openmpi-bin python3-torch)
 ort_dir=""

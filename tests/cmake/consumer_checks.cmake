@@ -1,15 +1,19 @@
 # Shared assertions for the consumer projects (included after ptq was made available).
 
-# The library target must carry no build flags of ptq's own: no warnings, -Werror, sanitizers,
-# -m<isa> or XTENSOR_USE_XSIMD.
-if(NOT TARGET ptq::ptq)
-  message(FATAL_ERROR "ptq::ptq is missing")
-endif()
-foreach(prop INTERFACE_COMPILE_OPTIONS INTERFACE_LINK_OPTIONS INTERFACE_COMPILE_DEFINITIONS)
-  get_target_property(value ptq::ptq ${prop})
-  if(value)
-    message(FATAL_ERROR "ptq::ptq leaks ${prop}: ${value}")
+# The library targets must carry no build flags of ptq's own: no warnings, -Werror,
+# sanitizers, -m<isa> or XTENSOR_USE_XSIMD. The one definition ptq::kernels gives its users says
+# that the dispatched kernel set is linked.
+foreach(t ptq::ptq ptq::kernels)
+  if(NOT TARGET ${t})
+    message(FATAL_ERROR "${t} is missing")
   endif()
+  foreach(prop INTERFACE_COMPILE_OPTIONS INTERFACE_LINK_OPTIONS INTERFACE_COMPILE_DEFINITIONS)
+    get_target_property(value ${t} ${prop})
+    if(value AND NOT (t STREQUAL "ptq::kernels" AND prop STREQUAL "INTERFACE_COMPILE_DEFINITIONS"
+                      AND value STREQUAL "PTQ_KERNELS_DISPATCHED=1"))
+      message(FATAL_ERROR "${t} leaks ${prop}: ${value}")
+    endif()
+  endforeach()
 endforeach()
 
 # None of ptq's own targets may exist in the consumer.
@@ -22,7 +26,8 @@ endforeach()
 
 add_executable(ptq_consumer "${PTQ_CONSUMER_MAIN}")
 target_link_libraries(ptq_consumer PRIVATE ptq::ptq)
-target_compile_definitions(ptq_consumer PRIVATE PTQ_EXPECTED_VERSION="${PTQ_EXPECTED_VERSION}")
+target_compile_definitions(ptq_consumer PRIVATE PTQ_EXPECTED_VERSION="${PTQ_EXPECTED_VERSION}"
+                                                   PTQ_EXPECTED_KERNELS="${PTQ_EXPECTED_KERNELS}")
 # The consumer's own strict flags: ptq's headers must come in as SYSTEM so they cannot trip them.
 target_compile_options(ptq_consumer PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
                                             -Werror)

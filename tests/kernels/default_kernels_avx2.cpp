@@ -3,6 +3,9 @@
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq_test {
+const ptq::kernels::kernel_set& header_only_kernels_of_avx2_tu() {
+  return ptq::kernels::default_kernels<xsimd::default_arch, false>();
+}
 const ptq::kernels::kernel_set& default_kernels_of_avx2_tu() {
   return ptq::kernels::default_kernels();
 }

@@ -1,7 +1,10 @@
-// README.md's C++ snippets equal the marked regions of sources the build compiles (and runs):
-// tests/support/readme_snippets.hpp, on the real README and on small texts that must fail.
+// The C++ snippets of README.md and docs/*.md equal the marked regions of sources the build
+// compiles (and runs): tests/support/readme_snippets.hpp, on the real documents and on small
+// texts that must fail.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -60,9 +63,10 @@ TEST_CASE("the snippet check fails on every kind of disagreement", "[readme]") {
       {"twice.cpp", "// [readme:x]\n// [/readme:x]\n// [readme:x]\n// [/readme:x]\n"},
       {"open.cpp", "// [readme:x]\nint a;\n"},
       {"shallow.cpp", "  // [readme:x]\nint a;\n  // [/readme:x]\n"},
+      {"doc.cpp", "// [doc:x]\nint d;\n// [/doc:x]\n// [readme:x]\nint r;\n// [/readme:x]\n"},
   };
-  const std::vector<std::string> built{"a.cpp",    "indented.cpp", "twice.cpp",
-                                       "open.cpp", "shallow.cpp",  "missing.cpp"};
+  const std::vector<std::string> built{"a.cpp",       "indented.cpp", "twice.cpp", "open.cpp",
+                                       "shallow.cpp", "missing.cpp",  "doc.cpp"};
   const auto read = [&](const std::string& f) -> std::optional<std::string> {
     const auto it = files.find(f);
     return it == files.end() ? std::nullopt : std::optional<std::string>(it->second);
@@ -85,8 +89,8 @@ TEST_CASE("the snippet check fails on every kind of disagreement", "[readme]") {
   };
   // a changed line, a missing line, an extra line: the first differing line is named
   one("<!-- snippet: a.cpp x -->\n```cpp\nint f() {\n  return 2;\n}\n```\n",
-      "README.md:2: a.cpp [readme:x]: differs from the README at the block's line 2 "
-      "(README.md:4):\n  README:   return 2;\n  source:   return 1;");
+      "README.md:2: a.cpp [x]: differs from the document at the block's line 2 "
+      "(README.md:4):\n  doc:      return 2;\n  source:   return 1;");
   one("<!-- snippet: a.cpp x -->\n```cpp\nint f() {\n}\n```\n", "at the block's line 2");
   one("<!-- snippet: a.cpp x -->\n```cpp\nint f() {\n  return 1;\n}\n\n```\n",
       "source: (region ends)");
@@ -108,4 +112,42 @@ TEST_CASE("the snippet check fails on every kind of disagreement", "[readme]") {
   one("<!-- snippet: shallow.cpp x -->\n```cpp\nint a;\n```\n", "indented less than its marker");
   // an unclosed block
   one("<!-- snippet: a.cpp x -->\n```cpp\nint f() {\n", "not closed");
+  // a source with [doc:x] markers: that region is the one (a [readme:x] beside it is not)
+  CHECK(check("<!-- snippet: doc.cpp x -->\n```cpp\nint d;\n```\n").empty());
+  one("<!-- snippet: doc.cpp x -->\n```cpp\nint r;\n```\n", "differs");
+  // the document's name is in every message
+  const auto named = ptq_test::check_snippets("```cpp\n```\n", built, read, nullptr, "docs/x.md");
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].rfind("docs/x.md:1: ", 0) == 0);
+}
+
+TEST_CASE("every C++ snippet of docs/*.md is a marked region of a compiled source", "[readme]") {
+  const auto built = split_list(PTQ_README_SOURCES);
+  std::vector<std::string> docs;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(PTQ_SOURCE_DIR) / "docs")) {
+    if (entry.path().extension() == ".md")
+      docs.push_back("docs/" + entry.path().filename().string());
+  }
+  std::sort(docs.begin(), docs.end());
+  REQUIRE(docs.size() >= 10);
+  std::vector<std::string> regions;
+  for (const auto& doc : docs) {
+    const auto text = read_source(doc);
+    REQUIRE(text.has_value());
+    std::vector<ptq_test::snippet_ref> checked;
+    const auto problems = ptq_test::check_snippets(*text, built, read_source, &checked, doc);
+    for (const auto& p : problems)
+      FAIL_CHECK(p);
+    for (const auto& r : checked)
+      regions.push_back(doc + " " + r.file + " " + r.region);
+  }
+  // The snippets today: the session, the policy path, the report, the exporters, and the
+  // README's numerics example again.
+  CHECK(regions ==
+        std::vector<std::string>{"docs/calibrate.md examples/session_usage/main.cpp session",
+                                 "docs/export.md examples/session_usage/main.cpp export",
+                                 "docs/numerics.md examples/session_usage/main.cpp policies",
+                                 "docs/numerics.md examples/numerics_usage/main.cpp numerics",
+                                 "docs/report.md examples/session_usage/main.cpp report"});
 }

@@ -1,9 +1,11 @@
-// README.md's C++ snippets are excerpts of compiled sources. Each ```cpp block is preceded by
+// The C++ snippets of README.md and docs/*.md are excerpts of compiled sources. Each ```cpp
+// block is preceded by
 //   <!-- snippet: examples/numerics_usage/main.cpp numerics -->
 // and must equal, line for line, the region of that file between the lines
 //   // [readme:numerics]   and   // [/readme:numerics]
-// with the markers' indentation removed. check_snippets() lists every way the README and the
-// sources disagree; tests/package runs it on the real README.
+// (`// [doc:NAME]` ... `// [/doc:NAME]` works the same: a source may mark regions for the docs
+// too) with the markers' indentation removed. check_snippets() lists every way a document and
+// the sources disagree; tests/package runs it on the README and every file of docs/.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +21,7 @@ namespace ptq_test {
 struct snippet_ref {
   std::string file;      ///< relative to the source tree, e.g. "examples/config_usage/main.cpp"
   std::string region;    ///< the marker name, e.g. "usage"
-  std::size_t line = 0;  ///< the README line of the ```cpp fence (1-based)
+  std::size_t line = 0;  ///< the document's line of the ```cpp fence (1-based)
 };
 
 namespace detail {
@@ -57,10 +59,14 @@ inline std::optional<snippet_ref> parse_snippet_comment(const std::string& line)
 }
 
 /// The lines of region `name` in `source`, without the markers' indentation; an error text
-/// when the markers are missing, repeated or a line is indented less than its marker.
+/// when the markers are missing, repeated or a line is indented less than its marker. The
+/// markers are `// [readme:NAME]` or `// [doc:NAME]`, whichever the source has.
 inline std::vector<std::string> region_lines(const std::string& source, const std::string& name,
                                              std::string& problem) {
-  const std::string begin = "// [readme:" + name + "]", end = "// [/readme:" + name + "]";
+  const bool doc = source.find("// [doc:" + name + "]") != std::string::npos;
+  const std::string kind = doc ? "doc" : "readme";
+  const std::string begin = "// [" + kind + ":" + name + "]",
+                    end = "// [/" + kind + ":" + name + "]";
   const auto lines = split_lines(source);
   std::vector<std::string> out;
   std::size_t begins = 0, ends = 0, indent = 0;
@@ -92,14 +98,14 @@ inline std::vector<std::string> region_lines(const std::string& source, const st
 
 }  // namespace detail
 
-/// Every disagreement between the README text and the sources (empty: all snippets match).
-/// `read` gives a source file's text by its path relative to the source tree, or nothing;
-/// `built` lists the sources the build compiles, so a snippet cannot come from a file that is
-/// never compiled. `checked` receives every snippet found.
+/// Every disagreement between a document's text (`doc_name`, e.g. "README.md") and the sources
+/// (empty: all snippets match). `read` gives a source file's text by its path relative to the
+/// source tree, or nothing; `built` lists the sources the build compiles, so a snippet cannot
+/// come from a file that is never compiled. `checked` receives every snippet found.
 inline std::vector<std::string> check_snippets(
     const std::string& readme, const std::vector<std::string>& built,
     const std::function<std::optional<std::string>(const std::string&)>& read,
-    std::vector<snippet_ref>* checked = nullptr) {
+    std::vector<snippet_ref>* checked = nullptr, const std::string& doc_name = "README.md") {
   std::vector<std::string> problems;
   const auto lines = detail::split_lines(readme);
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -109,7 +115,7 @@ inline std::vector<std::string> check_snippets(
     std::size_t j = i + 1;  // the closing fence
     while (j < lines.size() && detail::trim(lines[j]).rfind("```", 0) != 0)
       ++j;
-    const std::string where = "README.md:" + std::to_string(i + 1) + ": ";
+    const std::string where = doc_name + ":" + std::to_string(i + 1) + ": ";
     if (!cpp) {
       i = j;
       continue;
@@ -131,9 +137,9 @@ inline std::vector<std::string> check_snippets(
     r.line = i + 1;
     if (checked)
       checked->push_back(r);
-    const std::string what = where + r.file + " [readme:" + r.region + "]: ";
+    const std::string what = where + r.file + " [" + r.region + "]: ";
     if (std::find(built.begin(), built.end(), r.file) == built.end()) {
-      problems.push_back(what + "not a source the build compiles for the README");
+      problems.push_back(what + "not a source the build compiles for the docs");
       i = j;
       continue;
     }
@@ -152,9 +158,9 @@ inline std::vector<std::string> check_snippets(
       while (k < region.size() && k < block.size() && region[k] == block[k])
         ++k;
       problems.push_back(
-          what + "differs from the README at the block's line " + std::to_string(k + 1) +
-          " (README.md:" + std::to_string(i + 2 + k) +
-          "):\n  README: " + (k < block.size() ? block[k] : std::string("(block ends)")) +
+          what + "differs from the document at the block's line " + std::to_string(k + 1) + " (" +
+          doc_name + ":" + std::to_string(i + 2 + k) +
+          "):\n  doc:    " + (k < block.size() ? block[k] : std::string("(block ends)")) +
           "\n  source: " + (k < region.size() ? region[k] : std::string("(region ends)")));
     }
     i = j;

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "../support/run_cli.hpp"
+#include "ptq/kernels/kernel_set.hpp"
+#include "ptq/version.hpp"
 
 #ifdef PTQ_CLI_PATH
 namespace {
@@ -99,6 +101,14 @@ TEST_CASE("control bytes in a file name or an argument are shown as \\xHH, one l
   CHECK(r.code == 2);
   CHECK(r.err.rfind("The following argument was not expected: x\\x0ay\n", 0) == 0);
 }
+TEST_CASE("ptq --version names the version and the kernel set this CPU runs", "[cli]") {
+  const auto r = ptq_test::run_cli("--version");
+  CHECK(r.code == 0);
+  // The tool links ptq::kernels: the best set of this CPU, as the library picks it.
+  CHECK(r.out == std::string("ptq ") + PTQ_VERSION_STRING +
+                     " (kernels: " + ptq::kernels::dispatched_kernels().arch_name + ")\n");
+}
+
 TEST_CASE("ptq --help lists each command on one line", "[cli]") {
   const auto r = ptq_test::run_cli("--help");
   CHECK(r.code == 0);

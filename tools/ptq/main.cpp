@@ -13,6 +13,7 @@
 #include "command.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/core/visible_text.hpp"
+#include "ptq/kernels/kernel_set.hpp"
 #include "ptq/version.hpp"
 
 int main(int argc, char** argv) {
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success; 1 invalid input (config, layer list, tensor file, numeric error); "
       "2 bad command line.\nRun 'ptq <command> --help' for a command's options.");
-  app.set_version_flag("--version", std::string("ptq ") + PTQ_VERSION_STRING);
+  // The kernel set this CPU runs (ptq::kernels' choice), so a user can see which one computed.
+  app.set_version_flag("--version", std::string("ptq ") + PTQ_VERSION_STRING + " (kernels: " +
+                                        ptq::kernels::default_kernels().arch_name + ")");
   app.require_subcommand(1);
   // CLI11's messages quote the arguments as given: shown visible, as every ptq message is.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {

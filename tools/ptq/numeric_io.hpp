@@ -13,17 +13,12 @@
 #include "ptq/detail/float_format.hpp"
 #include "ptq/io/npy_map.hpp"
 
-// The AVX2 and AVX-512 kernel sets are compiled in kernels_avx2.cpp / kernels_avx512.cpp.
-PTQ_KERNELS_EXTERN_AVX2
-PTQ_KERNELS_EXTERN_AVX512
-
 namespace ptq_cli {
 
-/// The best kernel set this CPU runs (xsimd runtime dispatch over avx512f / avx2+fma / sse2).
-[[nodiscard]] inline const ptq::kernels::kernel_set& numeric_kernels() {
-  static const ptq::kernels::kernel_set k =
-      ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
-  return k;
+/// The best kernel set this CPU runs (ptq::kernels, linked by ptq::ptq: avx512f / avx2+fma /
+/// sse2).
+[[nodiscard]] inline const ptq::kernels::kernel_set& numeric_kernels() noexcept {
+  return ptq::kernels::dispatched_kernels();
 }
 
 /// Prints `ptq COMMAND: error: [FILE: ]message [E<code>]` (and its note); returns exit code 1.

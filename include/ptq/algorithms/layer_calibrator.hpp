@@ -1,12 +1,8 @@
 // One layer's calibration with its algorithms fixed at compile time:
 // `layer_calibrator<WeightPolicy, ActivationPolicy>` quantizes the weights, observes the
 // activation batches and finalizes. An engine that knows its algorithms builds one from the
-// policies' settings directly, with no config at all:
-//
-//   ptq::layer_calibrator<ptq::arq, ptq::hfmg> c({8, true}, {2048, 8, true});
-//   auto wq = c.quantize_weights(w.data(), shape, ptq::layer_type::conv2d, 1);  // in place
-//   for (const auto& batch : batches) c.observe(batch.data(), batch.size());
-//   auto act = c.finalize();
+// policies' settings directly, with no config at all (examples/session_usage/main.cpp, region
+// "policies", shown in docs/numerics.md).
 //
 // A config-driven caller (the session) holds `any_layer_calibrator`, the variant of every
 // instantiation of policies.hpp's lists, made by `make_layer_calibrator(plan)`: the enum-to-type

@@ -98,6 +98,7 @@
   X(shape_mismatch, 905)                  \
   X(out_of_range, 906)                    \
   X(no_data, 907)                         \
+  X(empty_result, 908)                    \
   X(file_open_failed, 1001)               \
   X(not_a_file, 1002)                     \
   X(file_too_large, 1003)                 \
@@ -222,13 +223,35 @@ struct error {
 
 namespace detail {
 
-/// The first error of `diags` (the first entry when there is none).
+/// What an empty result reports: a default-constructed `result<T>` (no value, no error), the
+/// error() of a successful result, a failure_of() a result that had no error.
+[[nodiscard]] inline error empty_result_error(std::string what) {
+  return error(errc::empty_result, severity::error, std::move(what));
+}
+
+/// The first error of `diags` (the first entry when there is none, a fixed E908 error when
+/// `diags` is empty).
 [[nodiscard]] inline const error& first_error(const std::vector<error>& diags) noexcept {
   for (const auto& d : diags) {
     if (is_error(d))
       return d;
   }
+  if (diags.empty()) {
+    static const error none(errc::empty_result, severity::error,
+                            "the result holds no error (it succeeded)");
+    return none;
+  }
   return diags.front();
+}
+
+/// `diags` with an E908 error added when it holds none, so a failure always has an error.
+[[nodiscard]] inline std::vector<error> with_an_error(std::vector<error> diags) {
+  for (const auto& d : diags) {
+    if (is_error(d))
+      return diags;
+  }
+  diags.push_back(empty_result_error("a failure was passed on from a result that had no error"));
+  return diags;
 }
 
 /// Shared by result<T> and result<void>: the diagnostics, errors and warnings in order.
@@ -256,34 +279,85 @@ class result_diagnostics {
 
 }  // namespace detail
 
+template <class T>
+class result;
+
+/// Every diagnostic of a failed result, to return as a result of another type without losing
+/// any: `if (!r) return ptq::failure_of(r);`.
+struct failure {
+  std::vector<error> diagnostics;
+};
+
+template <class T>
+[[nodiscard]] failure failure_of(const result<T>& r) {
+  return {r.diagnostics()};
+}
+
+namespace detail {
+/// Throws ptq::exception with r's diagnostics; without exceptions, prints the first error to
+/// stderr and aborts (defined below).
+template <class T>
+[[noreturn]] void fail_with(const result<T>& r);
+}  // namespace detail
+
 /// The value of an operation, or the errors that prevented it; warnings either way. The return
-/// type of every fallible function in ptq.
+/// type of every fallible function in ptq. Reading the value of a failed result throws
+/// ptq::exception (aborts with the error's message under -fno-exceptions); a
+/// default-constructed result is a failure with error E908.
 template <class T = void>
 class result : public detail::result_diagnostics {
  public:
-  /// No value and no diagnostics (a failure with nothing to say; prefer an error).
-  result() = default;
+  /// No value: a failure with error E908 (prefer an error that says what failed).
+  result()
+      : result_diagnostics({detail::empty_result_error(
+            "the result was default-constructed: it holds no value and no error")}) {}
   result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   result(T value, std::vector<error> warnings)
       : result_diagnostics(std::move(warnings)), value_(std::move(value)) {}
   result(::ptq::error e) : result_diagnostics({std::move(e)}) {}  // NOLINT
+  /// Another result's failure, every error and warning kept (see failure_of).
+  result(failure f)  // NOLINT(google-explicit-constructor)
+      : result_diagnostics(detail::with_an_error(std::move(f.diagnostics))) {}
   /// A failure: `diags` holds at least one error, and perhaps warnings found before it.
-  explicit result(std::vector<::ptq::error> diags) : result_diagnostics(std::move(diags)) {}
+  explicit result(std::vector<::ptq::error> diags)
+      : result_diagnostics(detail::with_an_error(std::move(diags))) {}
 
   /// True when there is a value (no error was reported).
   [[nodiscard]] bool ok() const noexcept { return value_.has_value(); }
   [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
-  /// The value; only valid when ok().
-  [[nodiscard]] const T& value() const& noexcept { return *value_; }
-  [[nodiscard]] T& value() & noexcept { return *value_; }
-  [[nodiscard]] T&& value() && noexcept { return std::move(*value_); }
-  [[nodiscard]] const T* operator->() const noexcept { return &*value_; }
-  [[nodiscard]] T* operator->() noexcept { return &*value_; }
-  [[nodiscard]] const T& operator*() const& noexcept { return *value_; }
-  /// The first error; only meaningful when !ok().
+  /// The value; on a failure, throws ptq::exception (aborts without exceptions).
+  [[nodiscard]] const T& value() const& {
+    checked();
+    return *value_;
+  }
+  [[nodiscard]] T& value() & {
+    checked();
+    return *value_;
+  }
+  [[nodiscard]] T&& value() && {
+    checked();
+    return std::move(*value_);
+  }
+  [[nodiscard]] const T* operator->() const {
+    checked();
+    return &*value_;
+  }
+  [[nodiscard]] T* operator->() {
+    checked();
+    return &*value_;
+  }
+  [[nodiscard]] const T& operator*() const& {
+    checked();
+    return *value_;
+  }
+  /// The first error; a fixed E908 error when ok().
   [[nodiscard]] const ::ptq::error& error() const noexcept { return detail::first_error(diags_); }
 
  private:
+  void checked() const {
+    if (!value_.has_value())
+      detail::fail_with(*this);
+  }
   std::optional<T> value_;
 };
 
@@ -294,6 +368,9 @@ class result<void> : public detail::result_diagnostics {
   /// Success.
   result() = default;
   result(::ptq::error e) : result_diagnostics({std::move(e)}) {}  // NOLINT
+  /// Another result's failure, every error and warning kept (see failure_of).
+  result(failure f)  // NOLINT(google-explicit-constructor)
+      : result_diagnostics(detail::with_an_error(std::move(f.diagnostics))) {}
   explicit result(std::vector<::ptq::error> diags) : result_diagnostics(std::move(diags)) {}
 
   [[nodiscard]] bool ok() const noexcept {
@@ -304,7 +381,7 @@ class result<void> : public detail::result_diagnostics {
     return true;
   }
   [[nodiscard]] explicit operator bool() const noexcept { return ok(); }
-  /// The first error; only meaningful when !ok().
+  /// The first error; a fixed E908 error when there is none.
   [[nodiscard]] const ::ptq::error& error() const noexcept { return detail::first_error(diags_); }
 };
 
@@ -360,7 +437,8 @@ template <class T>
 #if PTQ_EXCEPTIONS
   throw exception(r.diagnostics(), r.error().message);
 #else
-  std::fputs(format_error(r.error(), "ptq").c_str(), stderr);
+  // The error's own file and position when it has them, none otherwise.
+  std::fputs(("ptq: " + format_error(r.error())).c_str(), stderr);
   std::abort();
 #endif
 }

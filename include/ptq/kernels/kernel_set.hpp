@@ -1,11 +1,16 @@
-// A table of the kernels for one arch, so the algorithms pick an ISA once (at run time, via
-// xsimd::dispatch) rather than per call, and a helper for deterministic multithreading.
+// A table of the kernels for one arch, so the algorithms pick an ISA once (at run time)
+// rather than per call, and a helper for deterministic multithreading.
 //
-// Runtime dispatch, one translation unit per ISA (see tools/ptq/kernels_avx2.cpp):
-//   // in foo_avx2.cpp, compiled with -mavx2 -mfma:
-//   template ptq::kernels::kernel_set
-//   ptq::kernels::kernel_set_factory::operator()<xsimd::fma3<xsimd::avx2>>(
-//       xsimd::fma3<xsimd::avx2>) const noexcept;
+// Which set `default_kernels()` gives (docs/numerics.md, "Kernel sets"):
+//   - linked with the compiled `ptq::kernels` library (what CMake's `ptq::ptq` does by default;
+//     it defines PTQ_KERNELS_DISPATCHED=1): the best set this CPU runs, avx512f, avx2+fma or
+//     sse2 on x86-64, picked once (`dispatched_kernels()`, defined in src/kernels/);
+//   - headers only (a plain -I): the set of the arch the calling TU is compiled for.
+// Every set gives the same results bit for bit.
+//
+// A program may also dispatch on its own, one translation unit per ISA:
+//   // in foo_avx2.cpp, compiled with -mavx2 -mfma -ffp-contract=off:
+//   PTQ_KERNELS_INSTANTIATE_AVX2
 //   // everywhere else: PTQ_KERNELS_EXTERN_AVX2 (declares it extern), then
 //   const ptq::kernels::kernel_set k =
 //   ptq::kernels::dispatch_kernel_set<ptq::kernels::x86_archs>();
@@ -29,6 +34,10 @@
 #include "ptq/kernels/quantize.hpp"
 #include "ptq/kernels/thread_pool.hpp"
 #include "ptq/kernels/topk.hpp"
+
+#if !defined(PTQ_KERNELS_DISPATCHED)
+#define PTQ_KERNELS_DISPATCHED 0
+#endif
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -113,21 +122,31 @@ kernel_set kernel_set_factory::operator()(Arch) const noexcept {
   return make_kernel_set<Arch>();
 }
 
-/// The kernels for the arch this TU is compiled for (xsimd::default_arch).
+/// The best kernel set this CPU runs, picked on the first call. Defined by the compiled
+/// `ptq::kernels` library (src/kernels/dispatch.cpp): a program built from the headers alone
+/// has no definition of it.
+[[nodiscard]] const kernel_set& dispatched_kernels() noexcept;
+
+/// The kernels every algorithm uses when none are given: `dispatched_kernels()` in a program
+/// linked with `ptq::kernels` (PTQ_KERNELS_DISPATCHED=1), otherwise those of the arch this TU
+/// is compiled for (xsimd::default_arch).
 ///
-/// A template on the arch, not an inline function: an inline `default_kernels()` built on
+/// A template, not an inline function: an inline `default_kernels()` built on
 /// `xsimd::default_arch` would be defined differently by a TU compiled with -mavx2 and one
 /// compiled for the baseline (an ODR violation), and the linker would keep one of the two for
 /// both, so the baseline TU could get AVX2 kernels on a CPU without AVX2. As a template, each TU
-/// instantiates `default_kernels<its arch>`, a different function per arch with one definition
-/// each; a call without arguments still reads `default_kernels()`. Per-ISA TUs should still
-/// only instantiate the kernel templates (kernel_set_factory) and leave the rest of ptq to the
-/// baseline TUs, since every inline non-template function that calls `default_kernels()`
-/// takes the arch of the TU that compiled it.
-template <class Arch = xsimd::default_arch>
+/// instantiates `default_kernels<its arch, dispatched>`, a different function per arch and
+/// mode with one definition each; a call without arguments still reads `default_kernels()`.
+/// Per-ISA TUs should still only instantiate the kernel templates (kernel_set_factory) and
+/// leave the rest of ptq to the baseline TUs.
+template <class Arch = xsimd::default_arch, bool Dispatched = (PTQ_KERNELS_DISPATCHED != 0)>
 [[nodiscard]] const kernel_set& default_kernels() noexcept {
-  static const kernel_set k = make_kernel_set<Arch>();
-  return k;
+  if constexpr (Dispatched) {
+    return dispatched_kernels();
+  } else {
+    static const kernel_set k = make_kernel_set<Arch>();
+    return k;
+  }
 }
 
 /// The x86 arches a runtime-dispatching binary provides, best first.

@@ -313,9 +313,10 @@ class layer_compute {
     const window_geometry win = windows();
     const std::size_t P = oh_ * ow_;
     const float* col = col_.data();
+    const std::size_t cout = g_.out_channels;
     tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
       const std::size_t s = b / groups, grp = b % groups;
-      float* img = y + (s * g_.out_channels + grp * cout_g) * P;
+      float* img = y + (s * cout + grp * cout_g) * P;
       for (std::size_t c = 0; c < cout_g; ++c) {
         const float v = bias == nullptr ? 0.0f : bias[grp * cout_g + c];
         std::fill(img + c * P, img + (c + 1) * P, v);

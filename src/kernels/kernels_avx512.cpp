@@ -1,5 +1,5 @@
-// The AVX-512 kernel set of the ptq tool (this file is compiled with the AVX-512 flags and only
-// runs after xsimd's runtime check).
+// The AVX-512 kernel set of `ptq::kernels` (compiled with -mavx512f ... -ffp-contract=off;
+// runs only after dispatch.cpp's CPU check).
 //
 // GCC 12's own avx512fintrin.h trips -W(maybe-)uninitialized on the `_mm512_undefined_*` helpers
 // that xsimd 8.1 inlines; the warnings are about the compiler's header, not this code.
@@ -8,6 +8,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "ptq/kernels/kernel_set.hpp"
+#include "arch_sets.hpp"
 
-PTQ_KERNELS_INSTANTIATE_AVX512
+ptq::kernels::kernel_set ptq::kernels::detail::avx512f_kernel_set() noexcept {
+  return make_kernel_set<xsimd::avx512f>();
+}
