@@ -226,7 +226,7 @@ namespace detail {
 /// What an empty result reports: a default-constructed `result<T>` (no value, no error), the
 /// error() of a successful result, a failure_of() a result that had no error.
 [[nodiscard]] inline error empty_result_error(std::string what) {
-  return error(errc::empty_result, severity::error, std::move(what));
+  return {errc::empty_result, severity::error, std::move(what)};
 }
 
 /// The first error of `diags` (the first entry when there is none, a fixed E908 error when
