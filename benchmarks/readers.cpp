@@ -126,7 +126,7 @@ void BM_layer_list_baseline(benchmark::State& state) {
 
 void BM_manifest(benchmark::State& state) {
   const auto t = manifest_text(state.range(0));
-  run(state, t, [](const std::string& s) { return ptq::parse_manifest(s, one_weight{}).ok(); });
+  run(state, t, [](const std::string& s) { return ptq::try_parse_manifest(s, one_weight{}).ok(); });
 }
 void BM_manifest_baseline(benchmark::State& state) {
   scan(state, manifest_text(state.range(0)));
@@ -160,7 +160,7 @@ void BM_quant_json_baseline(benchmark::State& state) {
 
 void BM_safetensors_header(benchmark::State& state) {
   const auto t = safetensors_bytes(state.range(0));
-  run(state, t, [](const std::string& s) { return ptq::io::parse_safetensors(s).ok(); });
+  run(state, t, [](const std::string& s) { return ptq::io::try_parse_safetensors(s).ok(); });
 }
 void BM_safetensors_header_baseline(benchmark::State& state) {
   scan(state, safetensors_bytes(state.range(0)));

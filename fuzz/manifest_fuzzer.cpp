@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > max_fuzz_input)
     return 0;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto r = ptq::parse_manifest(text, fuzz_weights{});
+  const auto r = ptq::try_parse_manifest(text, fuzz_weights{});
   ptq_fuzz::check_result(r);
   return 0;
 }

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > max_fuzz_input)
     return 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  const auto r = ptq::io::parse_npy(bytes, "fuzz.npy");
+  const auto r = ptq::io::try_parse_npy(bytes, "fuzz.npy");
   ptq_fuzz::check_result(r);
   if (!r.ok())
     return 0;
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     n *= d;
   if (n != r->data.size())
     ptq_fuzz::invariant_failed();
-  const auto back = ptq::io::parse_npy(ptq::io::format_npy(r->data.data(), r->shape));
+  const auto back = ptq::io::try_parse_npy(ptq::io::format_npy(r->data.data(), r->shape));
   if (!back.ok() || back->shape != r->shape ||
       (n && std::memcmp(back->data.data(), r->data.data(), n * sizeof(float)) != 0)) {
     ptq_fuzz::invariant_failed();

@@ -15,7 +15,8 @@ constexpr std::size_t max_fuzz_input = std::size_t{1} << 20;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size > max_fuzz_input)
     return 0;
-  const auto r = ptq::io::parse_safetensors(std::string(reinterpret_cast<const char*>(data), size));
+  const auto r =
+      ptq::io::try_parse_safetensors(std::string(reinterpret_cast<const char*>(data), size));
   ptq_fuzz::check_result(r);
   if (!r.ok())
     return 0;

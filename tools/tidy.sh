@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # clang-tidy (.clang-tidy) on every library header: the umbrella TU (tests/package/test_abi.cpp
 # includes ptq/ptq.hpp, every public header but ptq/mpi.hpp) and, when MPI is built, the MPI
-# example (ptq/mpi.hpp); and on ptq::kernels' sources (src/kernels/). Findings in include/ptq/
-# and src/kernels/ are errors. Needs a configured and built
+# example (ptq/mpi.hpp); and on the compiled parts' sources (src/). Findings in include/ptq/
+# and src/ are errors. Needs a configured and built
 # tree with compile_commands.json (tools/test.sh makes build/); about a minute on 2 cores.
 #   tools/tidy.sh [BUILD_DIR]
 set -euo pipefail
@@ -14,7 +14,7 @@ if [[ ! -f "$build_dir/compile_commands.json" ]]; then
   exit 2
 fi
 units=(tests/package/test_abi.cpp src/kernels/dispatch.cpp src/kernels/kernels_avx2.cpp
-       src/kernels/kernels_avx512.cpp)
+       src/kernels/kernels_avx512.cpp src/session/calibration_session.cpp)
 if grep -q '"file": "[^"]*/examples/mpi/main.cpp"' "$build_dir/compile_commands.json"; then
   units+=(examples/mpi/main.cpp)
 else
@@ -29,4 +29,4 @@ for unit in "${units[@]}"; do
   grep -v '^[0-9]* warnings\? generated\.$' <<<"$out" || true
   [[ $status -eq 0 ]] || exit "$status"
 done
-echo "tidy.sh: no findings in include/ptq/ or src/kernels/"
+echo "tidy.sh: no findings in include/ptq/ or src/"

@@ -98,12 +98,12 @@ inline bool load_digits(const std::string& dir, digits_data& d, std::string& err
     return false;
   }
   d.weights = std::move(weights).value();
-  const auto text = ptq::read_file(dir + "/manifest.json", ptq::default_text_file_limit);
+  const auto text = ptq::try_read_file(dir + "/manifest.json", ptq::default_text_file_limit);
   if (!text) {
     error = text.error().message;
     return false;
   }
-  auto model = ptq::parse_manifest(text.value(), d.weights);
+  auto model = ptq::try_parse_manifest(text.value(), d.weights);
   if (!model) {
     error = model.error().message;
     return false;

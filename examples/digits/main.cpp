@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "examples/digits";
   const std::string config_path = argc > 2 ? argv[2] : dir + "/../configs/quant.cfg";
 
-  auto read = ptq::read_text_file(config_path);
+  auto read = ptq::try_read_text_file(config_path);
   if (!read) {
     std::cerr << ptq::format_error(read.error());
     return 1;

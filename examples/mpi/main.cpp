@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   const std::string config_path = argc > 2 ? argv[2] : dir + "/../configs/quant.cfg";
   // Every rank reads the same files; a failure here is the same on every rank, so each rank
   // ends alone and rank 0 says why.
-  auto read = ptq::read_text_file(config_path);
+  auto read = ptq::try_read_text_file(config_path);
   const auto config =
       read ? ptq::try_parse_config(read.value()) : ptq::result<ptq::amct_config>(read.error());
   digits::digits_data data;

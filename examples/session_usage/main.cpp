@@ -96,15 +96,23 @@ void run_policy_path() {
   xt::xarray<float> w = wave({4, 2, 3, 3}, 0.37f, 1.0f);
   const std::vector<xt::xarray<float>> batches{input_of("conv", 0), input_of("conv", 1)};
   // [doc:policies]
-  ptq::layer_calibrator<ptq::arq, ptq::hfmg> c({8, true}, {2048, 8, true});
+  ptq::layer_calibrator_options options;
+  options.name = "conv";
+  options.threads = 2;         // results do not depend on it
+  options.force_fp16 = false;  // FORCE_FP16_QUANT
+  // The settings are checked here, before any batch: a bad one is an error naming the layer.
+  auto c = ptq::value_or_throw(
+      ptq::layer_calibrator<ptq::arq, ptq::hfmg>::make({8, true}, {2048, 8, true}, options));
   const ptq::weight_quant_result wq =  // fake-quantizes w in place
       ptq::value_or_throw(c.quantize_weights(w.data(), {4, 2, 3, 3}, ptq::layer_type::conv2d, 1));
   for (const xt::xarray<float>& x : batches)
     ptq::throw_if_error(c.observe(x.data(), x.size()));
   const ptq::activation_quant_result act = ptq::value_or_throw(c.finalize());
+  const ptq::layer_record entry = ptq::value_or_throw(c.record());  // the session's, bit for bit
   // [/doc:policies]
-  std::printf("policy path: %zu weight scales, activation scale %.9g offset %d\n", wq.scale.size(),
-              static_cast<double>(act.scale), act.offset);
+  std::printf("policy path: %zu weight scales, activation scale %.9g offset %d, record %s\n",
+              wq.scale.size(), static_cast<double>(act.scale), act.offset,
+              entry.act_type.value_or("?").c_str());
 }
 
 int run_session(const ptq::amct_config& config) {

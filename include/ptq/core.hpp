@@ -4,6 +4,7 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/fp16.hpp"
+#include "ptq/core/layer_record.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/core/shard_reduce.hpp"
 #include "ptq/core/stored_values.hpp"

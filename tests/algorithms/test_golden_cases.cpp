@@ -91,7 +91,7 @@ case_args parse_args(const std::vector<std::string>& args) {
 }
 
 ptq::io::npy_array load(const fs::path& p) {
-  auto r = ptq::io::read_npy(p.string());
+  auto r = ptq::io::try_read_npy(p.string());
   INFO(p.string() << ": " << (r.ok() ? std::string() : r.error().message));
   REQUIRE(r.ok());
   return std::move(r).value();

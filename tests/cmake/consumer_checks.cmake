@@ -1,16 +1,18 @@
 # Shared assertions for the consumer projects (included after ptq was made available).
 
 # The library targets must carry no build flags of ptq's own: no warnings, -Werror,
-# sanitizers, -m<isa> or XTENSOR_USE_XSIMD. The one definition ptq::kernels gives its users says
-# that the dispatched kernel set is linked.
-foreach(t ptq::ptq ptq::kernels)
+# sanitizers, -m<isa> or XTENSOR_USE_XSIMD. The one definition each compiled part gives its
+# users says that it is linked.
+set(ptq_allowed_definitions_ptq::kernels "PTQ_KERNELS_DISPATCHED=1")
+set(ptq_allowed_definitions_ptq::session "PTQ_SESSION_COMPILED=1")
+foreach(t ptq::ptq ptq::kernels ptq::session)
   if(NOT TARGET ${t})
     message(FATAL_ERROR "${t} is missing")
   endif()
   foreach(prop INTERFACE_COMPILE_OPTIONS INTERFACE_LINK_OPTIONS INTERFACE_COMPILE_DEFINITIONS)
     get_target_property(value ${t} ${prop})
-    if(value AND NOT (t STREQUAL "ptq::kernels" AND prop STREQUAL "INTERFACE_COMPILE_DEFINITIONS"
-                      AND value STREQUAL "PTQ_KERNELS_DISPATCHED=1"))
+    if(value AND NOT (prop STREQUAL "INTERFACE_COMPILE_DEFINITIONS"
+                      AND value STREQUAL "${ptq_allowed_definitions_${t}}"))
       message(FATAL_ERROR "${t} leaks ${prop}: ${value}")
     endif()
   endforeach()

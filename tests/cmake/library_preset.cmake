@@ -1,6 +1,6 @@
 # cmake -DPTQ_SOURCE_DIR=<src> -DBINARY=<dir> -DPREFIX=<dir> -P library_preset.cmake
 # The README's library install, as written there: configure with the `library` preset, build,
-# install; then checks what landed (the kernels library, the package config, no tool).
+# install; then checks what landed (the two compiled libraries, the package config, no tool).
 file(REMOVE_RECURSE "${BINARY}" "${PREFIX}")
 foreach(step "--preset;library;-B;${BINARY}" "--build;${BINARY}"
              "--install;${BINARY};--prefix;${PREFIX}")
@@ -10,10 +10,12 @@ foreach(step "--preset;library;-B;${BINARY}" "--build;${BINARY}"
     message(FATAL_ERROR "cmake ${step} failed (${rc}):\n${out}\n${err}")
   endif()
 endforeach()
-file(GLOB_RECURSE kernels_lib "${PREFIX}/*/libptq_kernels.a")
-if(NOT kernels_lib)
-  message(FATAL_ERROR "the library install has no libptq_kernels.a")
-endif()
+foreach(lib ptq_kernels ptq_session)
+  file(GLOB_RECURSE found "${PREFIX}/*/lib${lib}.a")
+  if(NOT found)
+    message(FATAL_ERROR "the library install has no lib${lib}.a")
+  endif()
+endforeach()
 foreach(file "include/ptq/ptq.hpp"
              "share/cmake/ptq/ptqConfig.cmake" "share/cmake/ptq/ptqTargets.cmake")
   if(NOT EXISTS "${PREFIX}/${file}")

@@ -16,7 +16,7 @@ inline std::string data_path(const std::string& rel) {
 
 inline std::string read_data(const std::string& rel) {
   std::string text;
-  text = ptq::value_or_throw(ptq::read_text_file(data_path(rel)));
+  text = ptq::value_or_throw(ptq::try_read_text_file(data_path(rel)));
   return text;
 }
 

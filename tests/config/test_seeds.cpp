@@ -77,12 +77,12 @@ TEST_CASE("with placeholders replaced, the seeds check, resolve and round-trip",
        {"quant.cfg", "quant_hfmg.cfg", "ada_round.cfg", "dmq_balancer.cfg", "legacy_quant.cfg"}) {
     INFO(name);
     std::string text;
-    text = ptq::value_or_throw(ptq::read_text_file(dir + name));
+    text = ptq::value_or_throw(ptq::try_read_text_file(dir + name));
     const auto c = ptq_test::parse_ok(text);
     const std::string layers_file =
         std::string(name) == "legacy_quant.cfg" ? "legacy_quant.layers.json" : "layers.json";
     std::string layers_text;
-    layers_text = ptq::value_or_throw(ptq::read_text_file(dir + layers_file));
+    layers_text = ptq::value_or_throw(ptq::try_read_text_file(dir + layers_file));
     const auto layers = ptq::try_read_layer_list(layers_text);
     REQUIRE(layers.ok());
     const auto resolved = ptq::resolve_config(c, layers.value());
@@ -96,8 +96,8 @@ TEST_CASE("with placeholders replaced, the seeds check, resolve and round-trip",
 
 TEST_CASE("quant.cfg with real names: the toolkit's precedence per layer", "[seeds]") {
   std::string text;
-  text = ptq::value_or_throw(
-      ptq::read_text_file(std::string(PTQ_TEST_DATA_DIR) + "/../../examples/configs/quant.cfg"));
+  text = ptq::value_or_throw(ptq::try_read_text_file(std::string(PTQ_TEST_DATA_DIR) +
+                                                     "/../../examples/configs/quant.cfg"));
   const auto c = ptq_test::parse_ok(text);
   const auto layers = bundled_layers("../../examples/configs/layers.json");
   const auto r = ptq::resolve_config(c, layers);

@@ -41,7 +41,8 @@ const digits_export& load() {
     out.record = ptq::value_or_throw(ptq::try_parse_record(slurp(golden + "record.txt")));
     const auto weights =
         ptq::value_or_throw(ptq::io::read_safetensors(digits + "model.safetensors"));
-    out.model = ptq::value_or_throw(ptq::parse_manifest(slurp(digits + "manifest.json"), weights));
+    out.model =
+        ptq::value_or_throw(ptq::try_parse_manifest(slurp(digits + "manifest.json"), weights));
     ptq::qdq_options o;  // quant.cfg: do_fusion true, skip_fusion_layers "conv1"
     o.skip_fusion_layers = {"conv1"};
     out.table = ptq::value_or_throw(ptq::make_qdq_table(out.record, out.model, o));

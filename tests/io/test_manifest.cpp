@@ -13,14 +13,14 @@ namespace {
 
 ptq::io::safetensors_file weights() {
   const std::vector<float> w(2 * 3, 0.5f);
-  auto r = ptq::io::parse_safetensors(ptq::io::format_safetensors(
+  auto r = ptq::io::try_parse_safetensors(ptq::io::format_safetensors(
       {{"fc.weight", {2, 3}, w}, {"fc.bias", {2}, {1, 2}}, {"bn.w", {2}, {1, 1}}}));
   REQUIRE(r.ok());
   return std::move(r).value();
 }
 
 std::string manifest_error(std::string_view text) {
-  const auto r = ptq::parse_manifest(text, weights());
+  const auto r = ptq::try_parse_manifest(text, weights());
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == ptq::errc::manifest_invalid);
   return r.error().message;
@@ -29,7 +29,7 @@ std::string manifest_error(std::string_view text) {
 }  // namespace
 
 TEST_CASE("manifest: layers, tensors and attributes", "[io][manifest]") {
-  const auto r = ptq::parse_manifest(
+  const auto r = ptq::try_parse_manifest(
       R"({"input_shape": [3], "layers": [
            {"name": "fc", "type": "Linear", "weight": "fc.weight", "bias": "fc.bias",
             "flatten": true, "activation": {"type": "LeakyReLU", "negative_slope": 0.25}},
@@ -85,7 +85,7 @@ TEST_CASE("manifest: malformed entries are exact errors", "[io][manifest]") {
 
 TEST_CASE("manifest: unknown keys and conv attributes out of range are errors", "[io][manifest]") {
   const auto note_of = [](std::string_view text) {
-    const auto r = ptq::parse_manifest(text, weights());
+    const auto r = ptq::try_parse_manifest(text, weights());
     REQUIRE_FALSE(r.ok());
     return r.error().note;
   };
@@ -108,7 +108,7 @@ TEST_CASE("manifest: unknown keys and conv attributes out of range are errors", 
                                         "activation": {"type": "ReLU", "inplace": true}}]})") ==
         "layer 'fc': activation: unknown key \"inplace\"");
   // metadata holds anything.
-  CHECK(ptq::parse_manifest(R"({"metadata": {"seed": 1}, "layers": []})", weights()).ok());
+  CHECK(ptq::try_parse_manifest(R"({"metadata": {"seed": 1}, "layers": []})", weights()).ok());
 
   const auto conv = [](const std::string& attr) {
     return R"({"layers": [{"name": "c", "type": "Conv2d", "weight": "fc.weight", )" + attr + "}]}";

@@ -37,20 +37,20 @@ std::string floats(const std::vector<float>& v) {
 TEST_CASE("npy: float32 C order", "[io][npy]") {
   const auto b = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                            floats({1, 2, 3, 4, 5, 6}));
-  auto r = ptq::io::parse_npy(b, "a.npy");
+  auto r = ptq::io::try_parse_npy(b, "a.npy");
   REQUIRE(r.ok());
   CHECK(r.value().shape == std::vector<std::size_t>{2, 3});
   CHECK(r.value().data == std::vector<float>{1, 2, 3, 4, 5, 6});
   // version 2, 1-D and 0-D shapes
-  auto v2 = ptq::io::parse_npy(
+  auto v2 = ptq::io::try_parse_npy(
       npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", floats({7, 8}), 2));
   REQUIRE(v2.ok());
   CHECK(v2.value().shape == std::vector<std::size_t>{2});
-  auto s0 = ptq::io::parse_npy(
+  auto s0 = ptq::io::try_parse_npy(
       npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", floats({9})));
   REQUIRE(s0.ok());
   CHECK(s0.value().data == std::vector<float>{9});
-  auto empty = ptq::io::parse_npy(
+  auto empty = ptq::io::try_parse_npy(
       npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }", ""));
   REQUIRE(empty.ok());
   CHECK(empty.value().size() == 0);
@@ -59,7 +59,7 @@ TEST_CASE("npy: float32 C order", "[io][npy]") {
 TEST_CASE("npy: float16 is read as float32", "[io][npy]") {
   const std::uint16_t h[] = {0x3C00, 0xC000, 0x0001, 0x7BFF, 0x3555, 0x0000, 0x8000, 0x7C00};
   std::string payload(reinterpret_cast<const char*>(h), sizeof h);
-  auto r = ptq::io::parse_npy(
+  auto r = ptq::io::try_parse_npy(
       npy_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (8,), }", payload));
   REQUIRE(r.ok());
   const auto& d = r.value().data;
@@ -77,7 +77,7 @@ TEST_CASE("npy: malformed files are rejected with clear errors", "[io][npy]") {
   using ptq::errc;
   const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
   auto code = [](const std::string& bytes) {
-    auto r = ptq::io::parse_npy(bytes, "x.npy");
+    auto r = ptq::io::try_parse_npy(bytes, "x.npy");
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message.rfind("x.npy: ", 0) == 0);
     return r.error().code;
@@ -112,8 +112,8 @@ TEST_CASE("npy: malformed files are rejected with clear errors", "[io][npy]") {
   // a header longer than 127 bytes (xtensor's reader decodes its length wrongly)
   std::string longd = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
   longd.insert(longd.size() - 1, std::string(150, ' '));
-  CHECK(ptq::io::parse_npy(npy_bytes(longd, floats({1, 2}))).ok());
-  auto missing = ptq::io::read_npy("/nonexistent/dir/file.npy");
+  CHECK(ptq::io::try_parse_npy(npy_bytes(longd, floats({1, 2}))).ok());
+  auto missing = ptq::io::try_read_npy("/nonexistent/dir/file.npy");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == errc::file_open_failed);
 }
@@ -122,7 +122,7 @@ TEST_CASE("npy: write and read back", "[io][npy]") {
   const std::vector<float> v = {0.1f, -2.5f, 3e-8f, 1e30f, 0.0f, -0.0f};
   const std::string path = "ptq_numerics_test_roundtrip.npy";
   REQUIRE(ptq::io::write_npy(path, v.data(), {2, 3}).ok());
-  auto r = ptq::io::read_npy(path);
+  auto r = ptq::io::try_read_npy(path);
   std::remove(path.c_str());
   REQUIRE(r.ok());
   CHECK(r.value().shape == std::vector<std::size_t>{2, 3});

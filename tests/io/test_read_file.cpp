@@ -54,33 +54,33 @@ void check_error(const ptq::result<T>& r, ptq::errc code, const std::string& mes
 TEST_CASE("read_file: regular files, up to the limit", "[io][read_file]") {
   const scratch s;
   const auto path = s.file("a.txt", "hello");
-  const auto r = ptq::read_file(path, 5);
+  const auto r = ptq::try_read_file(path, 5);
   REQUIRE(r.ok());
   CHECK(r.value() == "hello");
-  check_error(ptq::read_file(path, 4), ptq::errc::file_too_large,
+  check_error(ptq::try_read_file(path, 4), ptq::errc::file_too_large,
               "'" + path + "' is 5 bytes; the limit is 4 bytes");
   // An empty file is an empty text (the parser then says what it misses).
-  const auto empty = ptq::read_file(s.file("empty.txt", ""), 0);
+  const auto empty = ptq::try_read_file(s.file("empty.txt", ""), 0);
   REQUIRE(empty.ok());
   CHECK(empty.value().empty());
   // Larger than one read.
   const std::string big(200000, 'x');
-  const auto b = ptq::read_file(s.file("big.txt", big), big.size());
+  const auto b = ptq::try_read_file(s.file("big.txt", big), big.size());
   REQUIRE(b.ok());
   CHECK(b.value() == big);
 }
 
 TEST_CASE("read_file: a directory, a device, a FIFO and a missing file", "[io][read_file]") {
   const scratch s;
-  check_error(ptq::read_file(s.dir, 100), ptq::errc::not_a_file,
+  check_error(ptq::try_read_file(s.dir, 100), ptq::errc::not_a_file,
               "'" + s.dir + "' is a directory; a regular file is needed");
-  check_error(ptq::read_file("/dev/zero", 100), ptq::errc::not_a_file,
+  check_error(ptq::try_read_file("/dev/zero", 100), ptq::errc::not_a_file,
               "'/dev/zero' is a character device; a regular file is needed");
   const std::string fifo = s.dir + "/fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  check_error(ptq::read_file(fifo, 100), ptq::errc::not_a_file,
+  check_error(ptq::try_read_file(fifo, 100), ptq::errc::not_a_file,
               "'" + fifo + "' is a FIFO; a regular file is needed");  // and does not block
-  check_error(ptq::read_file(s.dir + "/missing.cfg", 100), ptq::errc::file_open_failed,
+  check_error(ptq::try_read_file(s.dir + "/missing.cfg", 100), ptq::errc::file_open_failed,
               "cannot open '" + s.dir + "/missing.cfg': No such file or directory");
 }
 
@@ -89,9 +89,9 @@ TEST_CASE("read_file: a sparse file above the limit is refused before reading", 
   const std::string path = s.dir + "/huge.cfg";
   // 10 GiB, sparse: reading it would take minutes and 10 GiB of memory.
   REQUIRE(std::system(("truncate -s 10G '" + path + "'").c_str()) == 0);
-  check_error(ptq::read_text_file(path), ptq::errc::file_too_large,
+  check_error(ptq::try_read_text_file(path), ptq::errc::file_too_large,
               "'" + path + "' is 10737418240 bytes; the limit is 16 MiB");
-  const auto npy = ptq::io::read_npy(path);
+  const auto npy = ptq::io::try_read_npy(path);
   REQUIRE_FALSE(npy.ok());
   CHECK(npy.error().code == ptq::errc::file_too_large);
   CHECK(npy.error().message == "'" + path + "' is 10737418240 bytes; the limit is 4 GiB");
@@ -103,7 +103,7 @@ TEST_CASE("read_file: a sparse file above the limit is refused before reading", 
 TEST_CASE("readers on an empty, a missing and a non-regular file", "[io][read_file]") {
   const scratch s;
   const auto empty = s.file("empty.npy", "");
-  const auto npy = ptq::io::read_npy(empty);
+  const auto npy = ptq::io::try_read_npy(empty);
   REQUIRE_FALSE(npy.ok());
   CHECK(npy.error().code == ptq::errc::bad_magic);
   CHECK(npy.error().message == empty + ": not a .npy file (bad magic string)");
@@ -115,7 +115,7 @@ TEST_CASE("readers on an empty, a missing and a non-regular file", "[io][read_fi
   const auto dir = ptq::io::read_safetensors(s.dir);
   REQUIRE_FALSE(dir.ok());
   CHECK(dir.error().code == ptq::errc::not_a_file);
-  const auto missing = ptq::io::read_npy(s.dir + "/none.npy");
+  const auto missing = ptq::io::try_read_npy(s.dir + "/none.npy");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ptq::errc::file_open_failed);
   CHECK(missing.error().message ==
@@ -129,27 +129,27 @@ TEST_CASE("map_file: the bytes of a regular file, and read_file's errors", "[io]
   std::string big(300000, '\0');
   for (std::size_t i = 0; i < big.size(); ++i)
     big[i] = static_cast<char>(i * 7 + i / 251);
-  auto m = ptq::map_file(s.file("big.bin", big), big.size());
+  auto m = ptq::try_map_file(s.file("big.bin", big), big.size());
   REQUIRE(m.ok());
   CHECK(m.value().is_mapped());
   CHECK(m.value().bytes() == big);
   const ptq::mapped_file moved = std::move(m).value();
   CHECK(moved.is_mapped());
   CHECK(moved.bytes() == big);
-  const auto empty = ptq::map_file(s.file("empty.bin", ""), 10);
+  const auto empty = ptq::try_map_file(s.file("empty.bin", ""), 10);
   REQUIRE(empty.ok());
   CHECK(empty.value().size() == 0);
-  check_error(ptq::map_file(s.file("eleven.bin", "01234567890"), 10), ptq::errc::file_too_large,
+  check_error(ptq::try_map_file(s.file("eleven.bin", "01234567890"), 10), ptq::errc::file_too_large,
               "'" + s.dir + "/eleven.bin' is 11 bytes; the limit is 10 bytes");
-  check_error(ptq::map_file(s.dir, 100), ptq::errc::not_a_file,
+  check_error(ptq::try_map_file(s.dir, 100), ptq::errc::not_a_file,
               "'" + s.dir + "' is a directory; a regular file is needed");
-  check_error(ptq::map_file("/dev/zero", 100), ptq::errc::not_a_file,
+  check_error(ptq::try_map_file("/dev/zero", 100), ptq::errc::not_a_file,
               "'/dev/zero' is a character device; a regular file is needed");
   const std::string fifo = s.dir + "/fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  check_error(ptq::map_file(fifo, 100), ptq::errc::not_a_file,
+  check_error(ptq::try_map_file(fifo, 100), ptq::errc::not_a_file,
               "'" + fifo + "' is a FIFO; a regular file is needed");
-  check_error(ptq::map_file(s.dir + "/missing.npy", 100), ptq::errc::file_open_failed,
+  check_error(ptq::try_map_file(s.dir + "/missing.npy", 100), ptq::errc::file_open_failed,
               "cannot open '" + s.dir + "/missing.npy': No such file or directory");
 }
 
@@ -161,7 +161,7 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
     values[i] = static_cast<float>(i) * 0.37f - 100.0f;
   const std::vector<std::size_t> shape{10, 100};
   const std::string f32 = s.file("a.npy", ptq::io::format_npy(values.data(), shape));
-  const auto mapped = ptq::io::map_npy(f32);
+  const auto mapped = ptq::io::try_map_npy(f32);
   REQUIRE(mapped.ok());
   CHECK(mapped.value().zero_copy());
   CHECK(mapped.value().shape == shape);
@@ -172,15 +172,15 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   // float16 (1, -2, the smallest subnormal, 65504): converted, as read_npy converts it.
   const std::string f16 = ptq_test::half_npy_bytes({0x3C00, 0xC000, 0x0001, 0x7BFF});
   const std::string half = s.file("h.npy", f16);
-  const auto mh = ptq::io::map_npy(half);
+  const auto mh = ptq::io::try_map_npy(half);
   REQUIRE(mh.ok());
   CHECK_FALSE(mh.value().zero_copy());
-  const auto rh = ptq::io::read_npy(half);
+  const auto rh = ptq::io::try_read_npy(half);
   REQUIRE(rh.ok());
   CHECK(std::vector<float>(mh.value().data(), mh.value().data() + 4) == rh.value().data);
   // As stored: nothing converted, values() reads the file's float16 bytes.
   const auto sh =
-      ptq::io::map_npy(half, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
+      ptq::io::try_map_npy(half, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
   REQUIRE(sh.ok());
   CHECK(sh.value().data() == nullptr);
   const ptq::stored_values hv = sh.value().values();
@@ -191,7 +191,7 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   CHECK(from_stored == rh.value().data);
   // float32 in place is the same either way.
   const auto sf =
-      ptq::io::map_npy(f32, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
+      ptq::io::try_map_npy(f32, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
   REQUIRE(sf.ok());
   CHECK(sf.value().zero_copy());
   CHECK(sf.value().values().in_place() == sf.value().data());
@@ -205,7 +205,7 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   REQUIRE(f32u.size() % 4 != 0);
   const float three[] = {1.5f, -2.25f, 3.0f};
   f32u.append(reinterpret_cast<const char*>(three), sizeof three);
-  const auto mu = ptq::io::map_npy(s.file("u.npy", f32u));
+  const auto mu = ptq::io::try_map_npy(s.file("u.npy", f32u));
   REQUIRE(mu.ok());
   CHECK_FALSE(mu.value().zero_copy());
   CHECK(std::vector<float>(mu.value().data(), mu.value().data() + 3) ==
@@ -214,11 +214,35 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   // Errors are read_npy's, message for message.
   for (const std::string& bad :
        {s.file("empty.npy", ""), s.file("t.npy", f32u.substr(0, 70)), s.dir, s.dir + "/none.npy"}) {
-    const auto a = ptq::io::map_npy(bad);
-    const auto b = ptq::io::read_npy(bad);
+    const auto a = ptq::io::try_map_npy(bad);
+    const auto b = ptq::io::try_read_npy(bad);
     REQUIRE_FALSE(a.ok());
     REQUIRE_FALSE(b.ok());
     CHECK(a.error().code == b.error().code);
     CHECK(a.error().message == b.error().message);
   }
+}
+
+TEST_CASE("the plain readers throw what the try_ readers return", "[io][read_file]") {
+  const scratch s;
+  const std::string text = s.file("a.txt", "abc");
+  CHECK(ptq::read_file(text, 10) == "abc");
+  CHECK(std::string(ptq::map_file(text, 10).bytes()) == "abc");
+  const std::string missing = s.dir + "/missing.npy";
+  const auto expect_throw = [&](auto&& read, const std::string& message) {
+    try {
+      (void)read();
+      FAIL("no exception");
+    } catch (const ptq::exception& e) {
+      CHECK(e.code() == ptq::errc::file_open_failed);
+      CHECK(std::string(e.what()) == message);
+    }
+  };
+  const std::string message = ptq::try_read_file(missing, 10).error().message;
+  expect_throw([&] { return ptq::read_file(missing, 10); }, message);
+  expect_throw([&] { return ptq::map_file(missing, 10); }, message);
+  expect_throw([&] { return ptq::io::read_npy(missing); },
+               ptq::io::try_read_npy(missing).error().message);
+  expect_throw([&] { return ptq::io::map_npy(missing); },
+               ptq::io::try_map_npy(missing).error().message);
 }

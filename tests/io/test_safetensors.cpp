@@ -23,7 +23,7 @@ std::string with_header(const std::string& header, std::size_t data_bytes) {
 
 // The message of the error parsing `bytes` gives; `code` is the error code it must have.
 std::string parse_error(const std::string& bytes, ptq::errc code) {
-  const auto r = ptq::io::parse_safetensors(bytes);
+  const auto r = ptq::io::try_parse_safetensors(bytes);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == code);
   return r.error().message;
@@ -33,7 +33,7 @@ std::string parse_error(const std::string& bytes, ptq::errc code) {
 
 TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   const std::vector<ptq::io::named_tensor> t = {{"a", {2, 2}, {1, 2, 3, 4}}, {"b", {3}, {5, 6, 7}}};
-  auto parsed = ptq::io::parse_safetensors(ptq::io::format_safetensors(t, {{"k", "v"}}));
+  auto parsed = ptq::io::try_parse_safetensors(ptq::io::format_safetensors(t, {{"k", "v"}}));
   REQUIRE(parsed.ok());
   auto f = std::move(parsed).value();
   REQUIRE(f.entries.size() == 2);
@@ -50,7 +50,7 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   const std::string h =
       R"({"h":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},"g":{"dtype":"BF16","shape":[1],"data_offsets":[2,4]},"d":{"dtype":"F64","shape":[],"data_offsets":[4,12]},"i":{"dtype":"I64","shape":[0],"data_offsets":[12,12]}})";
   std::string bytes = with_header(h, 0) + data;
-  parsed = ptq::io::parse_safetensors(bytes);
+  parsed = ptq::io::try_parse_safetensors(bytes);
   REQUIRE(parsed.ok());
   f = std::move(parsed).value();
   x = f.get("h");
@@ -85,7 +85,7 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
 
 TEST_CASE("view reads F32 in place and converts the rest as get does", "[safetensors]") {
   const std::vector<ptq::io::named_tensor> t = {{"a", {2, 2}, {1, 2, 3, 4}}, {"b", {3}, {5, 6, 7}}};
-  auto parsed = ptq::io::parse_safetensors(ptq::io::format_safetensors(t, {}));
+  auto parsed = ptq::io::try_parse_safetensors(ptq::io::format_safetensors(t, {}));
   REQUIRE(parsed.ok());
   const auto f = std::move(parsed).value();
   auto v = f.view("b");
@@ -107,7 +107,7 @@ TEST_CASE("view reads F32 in place and converts the rest as get does", "[safeten
   data += std::string("\x00\x3C", 2);
   const std::string h =
       R"({"f":{"dtype":"F32","shape":[1],"data_offsets":[1,5]},"h":{"dtype":"F16","shape":[1],"data_offsets":[5,7]}})";
-  parsed = ptq::io::parse_safetensors(with_header(h + "   ", 0) + data);
+  parsed = ptq::io::try_parse_safetensors(with_header(h + "   ", 0) + data);
   REQUIRE(parsed.ok());
   const auto g = std::move(parsed).value();
   for (const char* name : {"f", "h"}) {
@@ -165,7 +165,7 @@ TEST_CASE("malformed safetensors are clear errors", "[safetensors]") {
               8),
           errc::bad_header) == "the header names 'a' twice (a tensor or a key of one)");
   // The name given to the parser (the path, for read_safetensors) starts every message.
-  const auto named = ptq::io::parse_safetensors("abc", "w.safetensors");
+  const auto named = ptq::io::try_parse_safetensors("abc", "w.safetensors");
   REQUIRE_FALSE(named.ok());
   CHECK(named.error().message == "w.safetensors: file is 3 bytes; too short for the header length");
   const auto missing = ptq::io::read_safetensors("/nonexistent-dir/w.safetensors");

@@ -168,3 +168,67 @@ TEST_CASE("parallel_minmax: minmax's result for every thread count", "[pool][min
     }
   }
 }
+
+namespace {
+/// An engine's executor for the test: each t on a thread of its own, calls counted.
+struct counting_executor {
+  std::atomic<int> calls{0};
+  std::atomic<int> tasks{0};
+  static void run(void* self, std::size_t nt, void (*task)(void*, std::size_t), void* context) {
+    auto& me = *static_cast<counting_executor*>(self);
+    me.calls.fetch_add(1);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < nt; ++t) {
+      threads.emplace_back([&, t] {
+        me.tasks.fetch_add(1);
+        task(context, t);
+      });
+    }
+    for (auto& th : threads)
+      th.join();
+  }
+};
+
+/// parallel_histogram of a fixed 3.5-block input on 3 threads.
+std::vector<std::int64_t> histogram_3_threads() {
+  const auto& k = ptq::kernels::default_kernels();
+  const std::size_t n = 3 * ptq::kernels::parallel_block + ptq::kernels::parallel_block / 2;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = static_cast<float>((i * 2654435761u) % 100003) * 1e-3f - 40.0f;
+  std::vector<std::int64_t> counts(512, 0);
+  ptq::kernels::parallel_histogram(k, x.data(), n, -40.0f, 61.0f, counts.size(), counts.data(), 3);
+  return counts;
+}
+}  // namespace
+
+TEST_CASE("an engine's executor runs ptq's parallel work, with the same results", "[pool]") {
+  const auto own_pool = histogram_3_threads();
+  counting_executor ex;
+  const ptq::kernels::executor e{&counting_executor::run, &ex};
+  ptq::kernels::set_executor(&e);
+  const auto on_executor = histogram_3_threads();
+  // Nested parallel work inside a task runs on the task's thread: the executor is not re-entered.
+  std::atomic<int> inner{0};
+  parallel_blocks(
+      2, 2, [&](std::size_t) { parallel_blocks(4, 4, [&](std::size_t) { inner.fetch_add(1); }); });
+  ptq::kernels::set_executor(nullptr);
+  CHECK(on_executor == own_pool);
+  CHECK(ex.calls.load() == 2);  // one parallel_histogram, one outer parallel_blocks
+  CHECK(ex.tasks.load() == 3 + 2);
+  CHECK(inner.load() == 8);
+  // Given back: the pool runs the work again, the executor sees no more calls.
+  CHECK(histogram_3_threads() == own_pool);
+  CHECK(ex.calls.load() == 2);
+}
+
+TEST_CASE("the pool's spinning can be turned off, with the same results", "[pool]") {
+  REQUIRE(ptq::kernels::pool_spinning());
+  const auto spinning = histogram_3_threads();
+  ptq::kernels::set_pool_spinning(false);
+  CHECK_FALSE(ptq::kernels::pool_spinning());
+  const auto sleeping = histogram_3_threads();
+  ptq::kernels::set_pool_spinning(true);
+  CHECK(ptq::kernels::pool_spinning());
+  CHECK(sleeping == spinning);
+}

@@ -146,6 +146,7 @@ TEST_CASE("every C++ snippet of docs/*.md is a marked region of a compiled sourc
   // README's numerics example again.
   CHECK(regions ==
         std::vector<std::string>{"docs/calibrate.md examples/session_usage/main.cpp session",
+                                 "docs/calibrate.md examples/session_usage/main.cpp policies",
                                  "docs/export.md examples/session_usage/main.cpp export",
                                  "docs/numerics.md examples/session_usage/main.cpp policies",
                                  "docs/numerics.md examples/numerics_usage/main.cpp numerics",

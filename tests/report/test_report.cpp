@@ -53,7 +53,7 @@ const digits::digits_data& data() {
 
 digits::pipeline_result compute(const std::string& config_file, bool keep_stats) {
   const std::string text = ptq::value_or_throw(
-      ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
+      ptq::try_read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
   const auto c = ptq::try_parse_config(text);
   REQUIRE(c.ok());
   ptq::session_options opt;
@@ -361,7 +361,7 @@ TEST_CASE("report errors: E1301 before the end, E1302 without statistics, E1303 
         "report: a sensitivity score names layer 'nope', which is not in the session");
   // A session that has not seen its batches.
   const std::string text = ptq::value_or_throw(
-      ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/quant_hfmg.cfg"));
+      ptq::try_read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/quant_hfmg.cfg"));
   std::vector<ptq::layer_desc> descs;
   for (const auto& l : data().model.layers)
     descs.push_back(l.desc);

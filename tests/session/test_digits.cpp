@@ -23,7 +23,7 @@ const digits::digits_data& data() {
 
 std::string config_text(const std::string& config_file) {
   return ptq::value_or_throw(
-      ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
+      ptq::try_read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + config_file));
 }
 
 digits::pipeline_result compute_text(const std::string& text, unsigned threads) {
@@ -137,8 +137,8 @@ TEST_CASE("the bounded memory mode: the engine's second pass gives the same reco
   for (const char* cfg : {"quant.cfg", "quant_hfmg.cfg", "dmq_balancer.cfg"}) {
     INFO(cfg);
     std::string text;
-    text =
-        ptq::value_or_throw(ptq::read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + cfg));
+    text = ptq::value_or_throw(
+        ptq::try_read_text_file(std::string(PTQ_EXAMPLES_DIR) + "/configs/" + cfg));
     const auto c = ptq::try_parse_config(text);
     REQUIRE(c.ok());
     ptq::session_options opt;

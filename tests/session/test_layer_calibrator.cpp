@@ -11,6 +11,7 @@
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/config.hpp"
 #include "ptq/session/calibration_session.hpp"
+#include "ptq/session/record.hpp"
 
 namespace {
 
@@ -291,4 +292,125 @@ TEST_CASE("make_layer_calibrator turns the config's algorithms into the instanti
   CHECK(ptq::needs_samples(c));
   plan.activation.algo = ptq::activation_algo::ifmr;
   CHECK(ptq::make_layer_calibrator(plan).index() == 2);  // ada, ifmr
+}
+
+namespace {
+/// The session's record text for `text` (batch_num 2) on the two layers.
+std::string session_record_text(const std::string& text) {
+  auto created = ptq::calibration_session::create(cfg("batch_num: 2 " + text), layers());
+  REQUIRE(created.ok());
+  auto s = std::move(created).value();
+  REQUIRE(s.quantize_weights().ok());
+  for (int b = 0; b < 2; ++b) {
+    REQUIRE(s.feed("conv", ptq::as_tensor_ref(conv_batch(b))).ok());
+    REQUIRE(s.feed("fc", ptq::as_tensor_ref(fc_batch(b))).ok());
+  }
+  return ptq::write_record(s.record().value());
+}
+
+/// The same record through the policy path: make() with options, record() of each layer.
+std::string policy_record_text(bool force_fp16) {
+  ptq::record_file rec;
+  const auto descs = layers();
+  for (std::size_t i = 0; i < descs.size(); ++i) {
+    const auto& d = descs[i];
+    ptq::layer_calibrator_options o;
+    o.name = d.name;
+    o.threads = 2;
+    o.force_fp16 = force_fp16;
+    auto made = ptq::layer_calibrator<ptq::arq, ptq::hfmg>::make(ptq::arq_settings{8, i == 0},
+                                                                 hfmg_set(), o);
+    REQUIRE(made.ok());
+    auto c = std::move(made).value();
+    CHECK(c.name() == d.name);
+    CHECK(c.observer().settings().threads == 2);
+    std::vector<float> w(d.weight.begin(), d.weight.end());
+    const std::vector<std::size_t> shape(d.weight.shape().begin(), d.weight.shape().end());
+    REQUIRE(c.quantize_weights(w.data(), shape, d.type, 1).ok());
+    for (int b = 0; b < 2; ++b) {
+      const auto& x = i == 0 ? conv_batch(b) : fc_batch(b);
+      REQUIRE(c.observe(x.data(), x.size()).ok());
+    }
+    rec.records.push_back({d.name, c.record().value()});
+  }
+  return ptq::write_record(rec);
+}
+}  // namespace
+
+TEST_CASE("the policy path builds the session's record, FORCE_FP16_QUANT included",
+          "[session][calibrator]") {
+  const std::string plain = config_of(arq_text, hfmg_text);
+  CHECK(policy_record_text(false) == session_record_text(plain));
+  const std::string fp16 = plain + " fakequant_precision_mode: FORCE_FP16_QUANT";
+  const std::string want = session_record_text(fp16);
+  CHECK(want.find("FORCE_FP16_QUANT") != std::string::npos);
+  CHECK(policy_record_text(true) == want);
+}
+
+TEST_CASE("layer_calibrator::make refuses bad settings before any batch", "[session][calibrator]") {
+  using arq_hfmg = ptq::layer_calibrator<ptq::arq, ptq::hfmg>;
+  using arq_ifmr = ptq::layer_calibrator<ptq::arq, ptq::ifmr>;
+  ptq::layer_calibrator_options o;
+  o.name = "conv1";
+  ptq::hfmg_settings bins;
+  bins.num_of_bins = 100;
+  auto a = arq_hfmg::make({8, true}, bins, o);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.error().code == ptq::errc::num_of_bins_invalid);
+  CHECK(a.error().message ==
+        "conv1 input: HFMG num_of_bins 100 is not supported; use 1024, 2048, 4096 or 8192");
+  ptq::ifmr_settings range;
+  range.search_range_start = 1.3;
+  range.search_range_end = 0.7;
+  auto b = arq_ifmr::make({8, true}, range, o);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().message ==
+        "conv1 input: IFMR search range [1.3, 0.7] with step 0.01: it needs start < end and "
+        "step > 0");
+  auto c = arq_ifmr::make({1, true}, ptq::ifmr_settings{}, o);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message == "conv1.weight: ARQ bits must be in [2, 16], got 1");
+  ptq::ada_settings ada;
+  ada.warm_start = 2.0f;
+  auto d = ptq::layer_calibrator<ptq::ada, ptq::hfmg>::make(ada, ptq::hfmg_settings{}, o);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().message == "conv1.weight: warm_start must be in [0, 1]");
+  CHECK(arq_ifmr::make({8, true}, ptq::ifmr_settings{}, o).ok());
+}
+
+TEST_CASE("a training loop asks for a running estimate and resets", "[session][calibrator]") {
+  auto made = ptq::layer_calibrator<ptq::arq, ptq::hfmg>::make({8, true}, hfmg_set());
+  REQUIRE(made.ok());
+  auto c = std::move(made).value();
+  CHECK(c.record().error().message ==
+        "layer: record() before quantize_weights(): the layer has no weight scales yet");
+  CHECK(c.estimate().error().code == ptq::errc::no_data);
+  const auto& x0 = conv_batch(0);
+  const auto& x1 = conv_batch(1);
+  REQUIRE(c.observe(x0.data(), x0.size()).ok());
+  const auto first = c.estimate().value();
+  REQUIRE(c.observe(x1.data(), x1.size()).ok());
+  const auto both = c.estimate().value();  // the loop goes on after an estimate
+  // A fresh calibrator on the two batches gives the same: an estimate changed nothing.
+  auto fresh = ptq::layer_calibrator<ptq::arq, ptq::hfmg>::make({8, true}, hfmg_set()).value();
+  REQUIRE(fresh.observe(x0.data(), x0.size()).ok());
+  REQUIRE(fresh.observe(x1.data(), x1.size()).ok());
+  CHECK(fresh.finalize().value().scale == both.scale);
+  CHECK(fresh.finalize().value().offset == both.offset);
+  // reset(): as if new, so the first batch alone gives the first estimate again.
+  c.reset();
+  CHECK(c.estimate().error().code == ptq::errc::no_data);
+  REQUIRE(c.observe(x0.data(), x0.size()).ok());
+  CHECK(c.estimate().value().scale == first.scale);
+  CHECK(c.estimate().value().offset == first.offset);
+  // The same for IFMR, through the observer directly.
+  ptq::ifmr_observer ifmr(ifmr_set());
+  REQUIRE(ifmr.observe(x0.data(), x0.size()).ok());
+  const auto i0 = ifmr.estimate().value();
+  REQUIRE(ifmr.observe(x1.data(), x1.size()).ok());
+  ifmr.reset();
+  CHECK(ifmr.batches() == 0);
+  CHECK(ifmr.data().empty());
+  REQUIRE(ifmr.observe(x0.data(), x0.size()).ok());
+  CHECK(ifmr.estimate().value().scale == i0.scale);
 }

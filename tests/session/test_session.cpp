@@ -443,6 +443,7 @@ TEST_CASE("an input of the wrong rank is E803: a rank-5 input to a Conv2d", "[se
   const auto empty = input({0, 2, 4, 4}, 0);
   st = s.feed("conv", ptq::as_tensor_ref(empty));
   REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == ptq::errc::empty_tensor);  // as an observer says it
   CHECK(st.error().message == "conv input [0, 2, 4, 4]: empty tensor");
   // None of them counted as a batch.
   REQUIRE(s.feed("conv", ptq::as_tensor_ref(input({1, 2, 4, 4}, 0))).ok());

@@ -106,7 +106,7 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   REQUIRE(r.code == 0);
   CHECK(r.err.find("ptq calibrate: dmq 1/3 conv1") != std::string::npos);  // plain progress
   std::string text;
-  text = ptq::value_or_throw(ptq::read_text_file("cal_record.txt"));
+  text = ptq::value_or_throw(ptq::try_read_text_file("cal_record.txt"));
   const std::vector<ptq::record_layer_shape> shapes{
       {"conv1", 16, 1}, {"conv2", 32, 16}, {"pool", 0, 0}, {"fc", 10, 512}};
   const auto rec = ptq::try_parse_record(text, &shapes);
@@ -114,7 +114,7 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   REQUIRE(rec.ok());
   CHECK(rec.value().records.size() == 3);  // pool is skipped by the config
   CHECK(rec.value().find("fc")->tensor_balance_factor.size() == 512);
-  text = ptq::value_or_throw(ptq::read_text_file("cal_config.json"));
+  text = ptq::value_or_throw(ptq::try_read_text_file("cal_config.json"));
   CHECK(text.rfind("{\n    \"version\":1,\n    \"batch_num\":2,", 0) == 0);
   const auto read = ptq::io::read_safetensors("cal_weights.safetensors");
   REQUIRE(read.ok());
@@ -141,8 +141,8 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   }
   CHECK(run("calibrate --quiet --timings").code == 2);  // the bundled model: not timed
   std::string again;
-  again = ptq::value_or_throw(ptq::read_text_file("cal_record2.txt"));
-  text = ptq::value_or_throw(ptq::read_text_file("cal_record.txt"));
+  again = ptq::value_or_throw(ptq::try_read_text_file("cal_record2.txt"));
+  text = ptq::value_or_throw(ptq::try_read_text_file("cal_record.txt"));
   CHECK(again == text);
   for (const char* f :
        {"cal_record.txt", "cal_record2.txt", "cal_config.json", "cal_weights.safetensors"}) {
@@ -215,8 +215,8 @@ TEST_CASE("ptq calibrate with AdaRound: --ada-data, --seed, progress and errors"
   CHECK(r.out.find("\"ada_seed\": 7") != std::string::npos);
   CHECK(r.err.find("ada conv2") == std::string::npos);  // --quiet
   std::string a, b;
-  a = ptq::value_or_throw(ptq::read_text_file("ada_w7.safetensors"));
-  b = ptq::value_or_throw(ptq::read_text_file("ada_w7b.safetensors"));
+  a = ptq::value_or_throw(ptq::try_read_text_file("ada_w7.safetensors"));
+  b = ptq::value_or_throw(ptq::try_read_text_file("ada_w7b.safetensors"));
   CHECK(a == b);  // the same seed: the same weights, byte for byte
   CHECK(run(ok + " --quiet --json").out.find("\"ada_seed\": 0") != std::string::npos);
   r = run(ok + " --seed -3");
@@ -261,7 +261,7 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   CHECK(r.out.find("\"weight_algorithm\": \"ada\"") != std::string::npos);
   CHECK(r.out.find("\"activation_algorithm\": \"ifmr\"") != std::string::npos);
   std::string text;
-  text = ptq::value_or_throw(ptq::read_text_file("deconv_record.txt"));
+  text = ptq::value_or_throw(ptq::try_read_text_file("deconv_record.txt"));
   const auto rec = ptq::try_parse_record(text);
   REQUIRE(rec.ok());
   CHECK(rec.value().find("deconv")->scale_w.size() == 4);  // per output channel
@@ -426,7 +426,7 @@ TEST_CASE("ptq calibrate reads float16 batches: the outputs of their float32 val
                          p + "_b1.safetensors --quiet --record " + p + "_record.txt");
       INFO(r.err);
       REQUIRE(r.code == 0);
-      record[half] = ptq::value_or_throw(ptq::read_text_file(p + "_record.txt"));
+      record[half] = ptq::value_or_throw(ptq::try_read_text_file(p + "_record.txt"));
     }
     CHECK(record[0] == record[1]);
   }

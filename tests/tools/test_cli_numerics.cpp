@@ -160,7 +160,7 @@ TEST_CASE("CLI: errors and usage errors", "[cli]") {
   const fs::path fq = tmp / "ptq_numerics_fq.npy";
   auto fqr = run_cli({"weights", "--type", "Conv1d", "--fake-quant-out", fq.string(), wn.string()});
   REQUIRE(fqr.code == 0);
-  auto back = ptq::io::read_npy(fq.string());
+  auto back = ptq::io::try_read_npy(fq.string());
   REQUIRE(back.ok());
   CHECK(back.value().data == w);  // 0.5 is exactly on the grid (scale 0.5/127)
   // FORCE_FP16_QUANT scale

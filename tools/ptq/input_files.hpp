@@ -1,6 +1,6 @@
 // The tool's file inputs: every input is checked to be a regular file below a size limit before
 // any work starts (so `ptq calibrate` refuses a bad --batches file before minutes of AdaRound),
-// and read through the library's bounded `ptq::read_file`. Messages say which input it is
+// and read through the library's bounded `ptq::try_read_file`. Messages say which input it is
 // ("CONFIG", "--weights") before the library's own words.
 #pragma once
 
@@ -29,7 +29,7 @@ inline constexpr std::uint64_t max_tensor_bytes = ptq::default_mapped_file_limit
 }
 
 /// Checks, without reading it, that `path` is a regular file of at most `limit` bytes: the same
-/// errors `ptq::read_file` gives when it reads the file later, named by `what`.
+/// errors `ptq::try_read_file` gives when it reads the file later, named by `what`.
 [[nodiscard]] inline ptq::result<> check_input_file(const std::string& path, const char* what,
                                                     std::uint64_t limit) {
   struct ::stat st {};
@@ -54,7 +54,7 @@ inline constexpr std::uint64_t max_tensor_bytes = ptq::default_mapped_file_limit
 /// A text input (config, manifest, layer list), read up to max_text_bytes.
 [[nodiscard]] inline ptq::result<std::string> read_text_input(const std::string& path,
                                                               const char* what) {
-  auto text = ptq::read_file(path, max_text_bytes);
+  auto text = ptq::try_read_file(path, max_text_bytes);
   if (!text)
     return for_input(text.error(), what);
   return text;

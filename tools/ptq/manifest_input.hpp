@@ -18,7 +18,7 @@ namespace ptq_cli {
   auto text = read_text_input(path, what);
   if (!text)
     return text.error();
-  auto parsed = ptq::parse_manifest(text.value(), weights);
+  auto parsed = ptq::try_parse_manifest(text.value(), weights);
   if (!parsed) {
     auto e = parsed.error();
     if (e.path.empty())

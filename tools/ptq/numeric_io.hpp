@@ -36,7 +36,7 @@ inline int numeric_fail(const std::string& command, ptq::error e, const std::str
     const std::string& path, ptq::io::npy_values mode = ptq::io::npy_values::as_float32) {
   if (auto st = check_tensor_file(path, "tensor"); !st)
     return st.error();
-  return ptq::io::map_npy(path, ptq::default_mapped_file_limit, mode);
+  return ptq::io::try_map_npy(path, ptq::default_mapped_file_limit, mode);
 }
 
 /// try_load_tensor that prints the error and returns nothing on failure.

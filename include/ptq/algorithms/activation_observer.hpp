@@ -60,6 +60,12 @@ class activation_observer {
   [[nodiscard]] result<activation_quant_result> finalize() const {
     return std::visit([](const auto& o) { return o.finalize(); }, obs_);
   }
+  /// The result of the batches so far; observing may go on (see the observers' estimate()).
+  [[nodiscard]] result<activation_quant_result> estimate() const { return finalize(); }
+  /// Forgets every batch.
+  void reset() noexcept {
+    std::visit([](auto& o) { o.reset(); }, obs_);
+  }
   /// The algorithm that runs (the policy chosen for the settings' `algo`).
   [[nodiscard]] activation_algo algo() const noexcept { return algo_; }
 

@@ -1,8 +1,12 @@
 // One layer's calibration with its algorithms fixed at compile time:
 // `layer_calibrator<WeightPolicy, ActivationPolicy>` quantizes the weights, observes the
-// activation batches and finalizes. An engine that knows its algorithms builds one from the
-// policies' settings directly, with no config at all (examples/session_usage/main.cpp, region
-// "policies", shown in docs/numerics.md).
+// activation batches, finalizes and builds the layer's record entry. An engine that knows its
+// algorithms makes one from the policies' settings directly, with no config at all
+// (`layer_calibrator::make`, which checks the settings before any batch is seen;
+// examples/session_usage/main.cpp, region "policies", shown in docs/numerics.md and
+// docs/calibrate.md). FORCE_FP16_QUANT is an option of it; DMQ is not: the balance factors need
+// the layer's input before its weights are quantized, which the session's phases give
+// (docs/calibrate.md, "The policy path").
 //
 // A config-driven caller (the session) holds `any_layer_calibrator`, the variant of every
 // instantiation of policies.hpp's lists, made by `make_layer_calibrator(plan)`: the enum-to-type
@@ -12,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -21,10 +26,42 @@
 #include "ptq/algorithms/activations/activation.hpp"
 #include "ptq/algorithms/policies.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/error.hpp"
+#include "ptq/core/layer_record.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+
+/// How a layer_calibrator runs.
+struct layer_calibrator_options {
+  std::string name = "layer";  ///< the layer's, in messages: "<name>.weight", "<name> input"
+  const kernels::kernel_set* kernels = nullptr;  ///< nullptr: kernels::default_kernels()
+  unsigned threads = 1;                          ///< results do not depend on it
+  /// FORCE_FP16_QUANT: finalize() gives scale_d rounded to float16 as the toolkit does
+  /// (with_fp16_scale), and the record entry is marked with the mode.
+  bool force_fp16 = false;
+};
+
+/// The record entry of a layer from its weight and activation results: what the session writes
+/// for each layer and layer_calibrator::record() for its own. `force_fp16` marks the entry
+/// FORCE_FP16_QUANT (scale_d must already be the rounded one).
+[[nodiscard]] inline layer_record layer_record_of(const weight_quant_result& w,
+                                                  const activation_quant_result& a,
+                                                  std::vector<float> balance_factors = {},
+                                                  bool force_fp16 = false) {
+  layer_record r;
+  r.scale_d = a.scale;
+  r.offset_d = a.offset;
+  r.scale_w = w.scale;
+  r.offset_w = w.offset;
+  r.tensor_balance_factor = std::move(balance_factors);
+  r.act_type = "INT" + std::to_string(a.bits);
+  r.wts_type = "INT" + std::to_string(w.bits);
+  if (force_fp16)
+    r.fakequant_precision_mode = "FORCE_FP16_QUANT";
+  return r;
+}
 
 template <class WeightPolicy, class ActivationPolicy>
 class layer_calibrator {
@@ -37,11 +74,35 @@ class layer_calibrator {
   /// Whether the weights need the layer's input samples (ADA) or only the weight (ARQ).
   static constexpr bool needs_samples = WeightPolicy::needs_samples;
 
-  /// `name` is the layer's, used in messages ("<name>.weight", "<name> input").
+  /// `name` is the layer's, used in messages ("<name>.weight", "<name> input"). The settings
+  /// are not checked here (see make).
   layer_calibrator(weight_settings_type ws, activation_settings_type as,
                    const kernels::kernel_set& k = kernels::default_kernels(),
                    std::string name = "layer")
       : ws_(std::move(ws)), k_(k), name_(std::move(name)), observer_(as, k, name_ + " input") {}
+
+  /// The calibrator `options` describe, with their threads set on both settings; the settings
+  /// are not checked here (see make).
+  layer_calibrator(weight_settings_type ws, activation_settings_type as,
+                   const layer_calibrator_options& options)
+      : layer_calibrator(with_threads(std::move(ws), options.threads),
+                         with_threads(std::move(as), options.threads),
+                         options.kernels != nullptr ? *options.kernels : kernels::default_kernels(),
+                         options.name) {
+    fp16_ = options.force_fp16;
+  }
+
+  /// The calibrator, after the checks of both settings (bits, ranges, the IFMR search range,
+  /// the HFMG histogram size): a bad setting is found before the first batch, not at finalize.
+  [[nodiscard]] static result<layer_calibrator> make(weight_settings_type ws,
+                                                     activation_settings_type as,
+                                                     const layer_calibrator_options& options = {}) {
+    if (auto st = WeightPolicy::check(ws); !st)
+      return make_error(st.error().code, options.name + ".weight: " + st.error().message);
+    if (auto st = ActivationPolicy::check(as); !st)
+      return make_error(st.error().code, options.name + " input: " + st.error().message);
+    return layer_calibrator(std::move(ws), std::move(as), options);
+  }
 
   /// The settings of a resolved config entry; `threads` is the run's (results do not depend on
   /// it).
@@ -67,6 +128,7 @@ class layer_calibrator {
       return p;
     if (auto st = fake_quantize_weights(w, shape, op, groups, p.value()); !st)
       return st.error();
+    weights_ = p.value();
     return p;
   }
   /// quantize_weights in two steps, for a caller that checks every layer before changing any:
@@ -91,8 +153,11 @@ class layer_calibrator {
   /// ADA: learns the rounding of the layer `p` from its samples; returns the KL scales and the
   /// fake-quantized weight (the float weight `p.weight` is not changed).
   template <class W = WeightPolicy, std::enable_if_t<W::needs_samples, int> = 0>
-  [[nodiscard]] result<ada_result> quantize_weights(const ada_problem& p) const {
-    return W::round(p, ws_, k_);
+  [[nodiscard]] result<ada_result> quantize_weights(const ada_problem& p) {
+    auto r = W::round(p, ws_, k_);
+    if (r)
+      weights_ = r.value().params;
+    return r;
   }
 
   /// Makes room for `values` activation values in all, where the observer keeps them (IFMR's
@@ -102,8 +167,35 @@ class layer_calibrator {
   [[nodiscard]] result<> observe(const float* x, std::size_t n) { return observer_.observe(x, n); }
   /// One batch as a file stores it (float16 converted a block at a time, not as a whole copy).
   [[nodiscard]] result<> observe(const stored_values& v) { return observer_.observe(v); }
-  /// scale_d / offset_d from the batches observed.
-  [[nodiscard]] result<activation_quant_result> finalize() const { return observer_.finalize(); }
+  /// scale_d / offset_d from the batches observed (float16-rounded with force_fp16). It changes
+  /// nothing, so a training loop may ask after any batch and go on observing.
+  [[nodiscard]] result<activation_quant_result> finalize() const {
+    auto r = observer_.finalize();
+    if (r && fp16_)
+      return with_fp16_scale(r.value());
+    return r;
+  }
+  /// finalize() under the name a training loop reads best (its cost: docs/calibrate.md).
+  [[nodiscard]] result<activation_quant_result> estimate() const { return finalize(); }
+  /// Forgets every activation batch (the weights' result stays).
+  void reset() noexcept { observer_.reset(); }
+
+  /// The layer's record entry: the weights' scales (quantize_weights first) and the
+  /// activations' (finalize of the batches so far), FORCE_FP16_QUANT marked when set.
+  [[nodiscard]] result<layer_record> record() const {
+    if (!weights_) {
+      return make_error(errc::no_data,
+                        name_ +
+                            ": record() before quantize_weights(): the layer has no weight "
+                            "scales yet");
+    }
+    auto a = finalize();
+    if (!a)
+      return failure_of(a);
+    return layer_record_of(*weights_, a.value(), {}, fp16_);
+  }
+  /// Whether finalize() applies FORCE_FP16_QUANT.
+  [[nodiscard]] bool force_fp16() const noexcept { return fp16_; }
 
   [[nodiscard]] const weight_settings_type& weight_settings() const noexcept { return ws_; }
   /// Mutable, for the run's options that are not in a config (ADA seed, progress callback).
@@ -113,10 +205,19 @@ class layer_calibrator {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
+  template <class S>
+  [[nodiscard]] static S with_threads(S s, unsigned threads) {
+    if constexpr (std::is_same_v<S, activation_settings_type> || needs_samples)
+      s.threads = threads;
+    return s;
+  }
+
   weight_settings_type ws_;
   kernels::kernel_set k_;
   std::string name_;
   observer_type observer_;
+  bool fp16_ = false;
+  std::optional<weight_quant_result> weights_;  ///< the last quantize_weights' scales
 };
 
 namespace detail {

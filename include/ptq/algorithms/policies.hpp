@@ -72,6 +72,15 @@ struct arq {
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return arq_calibrate(w, op, groups, s, k);
   }
+
+  /// The settings' own checks, made before any weight is seen.
+  [[nodiscard]] static result<> check(const settings& s) {
+    if (!valid_bits(s.bits)) {
+      return make_error(errc::invalid_argument,
+                        "ARQ bits must be in [2, 16], got " + std::to_string(s.bits));
+    }
+    return {};
+  }
 };
 
 /// ADA weight policy (docs/ada.md): KL initial scales, then a rounding learned from samples.
@@ -110,6 +119,10 @@ struct ada {
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return ada_round(p, s, k);
   }
+
+  /// The settings' own checks (those that need the layer's shapes come with its problem, in
+  /// round()).
+  [[nodiscard]] static result<> check(const settings& s) { return detail::check_ada_settings(s); }
 };
 
 /// IFMR activation policy (docs/numerics.md, IFMR).
@@ -131,6 +144,9 @@ struct ifmr {
     s.asymmetric = a.asymmetric;
     return s;
   }
+
+  /// The settings' own checks, the search range's included, made before any batch is seen.
+  [[nodiscard]] static result<> check(const settings& s) { return ifmr_validate_settings(s); }
 
   /// Two passes (ifmr_two_pass.hpp): pass 1 keeps the tails, pass 2 sums the candidates' losses.
   using first_pass = ifmr_tails_state;
@@ -201,6 +217,9 @@ struct hfmg {
     s.asymmetric = a.asymmetric;
     return s;
   }
+
+  /// The settings' own checks, made before any batch is seen.
+  [[nodiscard]] static result<> check(const settings& s) { return hfmg_check_settings(s); }
 
   /// Two passes (hfmg_two_pass.hpp): pass 1 each batch's range, pass 2 the histograms on the
   /// merged ranges.

@@ -21,11 +21,19 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 /// A whole text file (config, layer list, JSON config, record, manifest), refused when it is not
 /// a regular file or is above `max_bytes` (default: the lexer's 16 MiB input limit); see
-/// read_file (ptq/io/read_file.hpp) for the errors.
-[[nodiscard]] inline result<std::string> read_text_file(
+/// try_read_file (ptq/io/read_file.hpp) for the errors.
+[[nodiscard]] inline result<std::string> try_read_text_file(
     const std::string& path, std::uint64_t max_bytes = default_text_file_limit) {
-  return read_file(path, max_bytes);
+  return try_read_file(path, max_bytes);
 }
+
+#if PTQ_EXCEPTIONS
+/// try_read_text_file, throwing ptq::exception on an error.
+[[nodiscard]] inline std::string read_text_file(const std::string& path,
+                                                std::uint64_t max_bytes = default_text_file_limit) {
+  return value_or_throw(try_read_text_file(path, max_bytes));
+}
+#endif
 
 static_assert(text_limits{}.max_input_bytes == default_text_file_limit,
               "text files are read up to the lexer's input limit");
@@ -47,7 +55,7 @@ template <class Float = float>
 template <class Float = float>
 [[nodiscard]] basic_amct_config<Float> parse_config_file(const std::string& path,
                                                          parse_options options = {}) {
-  auto text = read_text_file(path);
+  auto text = try_read_text_file(path);
   if (!text)
     throw exception(text.error());
   return parse_config<Float>(text.value(), path, options);

@@ -238,5 +238,12 @@ template <class Float = float>
   return result<basic_amct_config<Float>>(std::move(config), std::move(diags));
 }
 
+// A program that links ptq::session (CMake's ptq::ptq does) has the float parser compiled there
+// once (src/session/), so the TUs that parse a config do not instantiate it again.
+#if defined(PTQ_SESSION_COMPILED) && PTQ_SESSION_COMPILED
+extern template result<basic_amct_config<float>> try_parse_config<float>(std::string_view,
+                                                                         parse_options);
+#endif
+
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -1,5 +1,5 @@
 // A file's bytes without a copy: read-only `mmap` of a regular file, with the checks of
-// read_file (missing file, directory, FIFO or device, size limit) before anything is mapped.
+// try_read_file (missing file, directory, FIFO or device, size limit) before anything is mapped.
 //
 // Why: the tensor readers used to read a file into a string (the kernel zero-fills then copies
 // every page) and copy the string again into a float vector, three passes over memory and twice
@@ -7,7 +7,7 @@
 // kernels read the float32 data in place.
 //
 // When `mmap` is refused (a filesystem without it) the bytes are read into an owned buffer
-// instead (read_file), so every regular file still works. An empty file is an empty view.
+// instead (try_read_file), so every regular file still works. An empty file is an empty view.
 // A mapped file must not be truncated by another process while it is in use (reading a page past
 // the new end raises SIGBUS, as with every mmap reader); files being written should be written
 // atomically (to a temporary, then renamed), as ptq's own writers do.
@@ -60,7 +60,7 @@ class mapped_file {
   [[nodiscard]] bool is_mapped() const noexcept { return map_ != nullptr; }
 
  private:
-  friend result<mapped_file> map_file(const std::string& path, std::uint64_t max_bytes);
+  friend result<mapped_file> try_map_file(const std::string& path, std::uint64_t max_bytes);
 
   void unmap() noexcept {
     if (map_ != nullptr)
@@ -74,10 +74,10 @@ class mapped_file {
   std::string owned_;
 };
 
-/// Maps the regular file at `path` (at most `max_bytes`) read-only. Same errors as read_file:
+/// Maps the regular file at `path` (at most `max_bytes`) read-only. Same errors as try_read_file:
 /// errc::file_open_failed, errc::not_a_file, errc::file_too_large, errc::read_failed.
-[[nodiscard]] inline result<mapped_file> map_file(const std::string& path,
-                                                  std::uint64_t max_bytes) {
+[[nodiscard]] inline result<mapped_file> try_map_file(const std::string& path,
+                                                      std::uint64_t max_bytes) {
   auto file = detail::open_regular_file(path, max_bytes);
   if (!file)
     return file.error();
@@ -90,7 +90,7 @@ class mapped_file {
   void* p =
       ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (p == MAP_FAILED) {
-    auto bytes = read_file(path, max_bytes);
+    auto bytes = try_read_file(path, max_bytes);
     if (!bytes)
       return bytes.error();
     return mapped_file{std::move(bytes).value()};
@@ -100,6 +100,13 @@ class mapped_file {
   out.map_size_ = static_cast<std::size_t>(size);
   return out;
 }
+
+#if PTQ_EXCEPTIONS
+/// try_map_file, throwing ptq::exception on an error.
+[[nodiscard]] inline mapped_file map_file(const std::string& path, std::uint64_t max_bytes) {
+  return value_or_throw(try_map_file(path, max_bytes));
+}
+#endif
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -277,8 +277,8 @@ struct npy_dict {
 
 /// Parses the bytes of a .npy file into float32 values (a copy; io/npy_map.hpp has none).
 /// `name` labels error messages (usually the path).
-[[nodiscard]] inline result<npy_array> parse_npy(std::string_view bytes,
-                                                 std::string_view name = "npy") {
+[[nodiscard]] inline result<npy_array> try_parse_npy(std::string_view bytes,
+                                                     std::string_view name = "npy") {
   auto header = parse_npy_header(bytes, name);
   if (!header)
     return header.error();
@@ -292,14 +292,25 @@ struct npy_dict {
 }
 
 /// Reads a .npy file (float32 or float16, C order) as float32; files above `max_bytes` and
-/// non-regular files are refused (read_file).
-[[nodiscard]] inline result<npy_array> read_npy(
+/// non-regular files are refused (try_read_file).
+[[nodiscard]] inline result<npy_array> try_read_npy(
     const std::string& path, std::uint64_t max_bytes = default_tensor_file_limit) {
-  auto bytes = read_file(path, max_bytes);
+  auto bytes = try_read_file(path, max_bytes);
   if (!bytes)
     return bytes.error();
-  return parse_npy(bytes.value(), path);
+  return try_parse_npy(bytes.value(), path);
 }
+
+#if PTQ_EXCEPTIONS
+/// try_parse_npy and try_read_npy, throwing ptq::exception on an error.
+[[nodiscard]] inline npy_array parse_npy(std::string_view bytes, std::string_view name = "npy") {
+  return value_or_throw(try_parse_npy(bytes, name));
+}
+[[nodiscard]] inline npy_array read_npy(const std::string& path,
+                                        std::uint64_t max_bytes = default_tensor_file_limit) {
+  return value_or_throw(try_read_npy(path, max_bytes));
+}
+#endif
 
 /// The header of a version-1.0 .npy file holding float32 values with `shape` (C order): the
 /// bytes before the data.

@@ -1,5 +1,5 @@
 // .npy reading without a copy: the file is mapped (io/mapped_file.hpp), its header checked by
-// the same parser as read_npy (every error and message is the same), and float32 data is used
+// the same parser as try_read_npy (every error and message is the same), and float32 data is used
 // where it lies in the page cache. float16 data, and float32 data at an offset that is not a
 // multiple of 4 (a hand-made header; numpy pads headers to 64 bytes), are converted into an
 // owned float32 buffer, or (npy_values::as_stored) left for the consumer to convert in blocks.
@@ -86,15 +86,24 @@ class npy_view {
 };
 
 /// Maps a .npy file (float32 or float16, C order) and views its values as float32; files above
-/// `max_bytes` and non-regular files are refused, as by read_npy, with the same messages.
-[[nodiscard]] inline result<npy_view> map_npy(const std::string& path,
-                                              std::uint64_t max_bytes = default_mapped_file_limit,
-                                              npy_values mode = npy_values::as_float32) {
-  auto file = map_file(path, max_bytes);
+/// `max_bytes` and non-regular files are refused, as by try_read_npy, with the same messages.
+[[nodiscard]] inline result<npy_view> try_map_npy(
+    const std::string& path, std::uint64_t max_bytes = default_mapped_file_limit,
+    npy_values mode = npy_values::as_float32) {
+  auto file = try_map_file(path, max_bytes);
   if (!file)
     return file.error();
   return npy_view::from(std::move(file).value(), path, mode);
 }
+
+#if PTQ_EXCEPTIONS
+/// try_map_npy, throwing ptq::exception on an error.
+[[nodiscard]] inline npy_view map_npy(const std::string& path,
+                                      std::uint64_t max_bytes = default_mapped_file_limit,
+                                      npy_values mode = npy_values::as_float32) {
+  return value_or_throw(try_map_npy(path, max_bytes, mode));
+}
+#endif
 
 }  // namespace io
 }  // namespace PTQ_ABI_NAMESPACE

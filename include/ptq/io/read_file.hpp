@@ -25,11 +25,11 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// config lexer's input limit (`text_limits::max_input_bytes`, E105), 16 MiB.
 inline constexpr std::uint64_t default_text_file_limit = std::uint64_t{16} << 20;
 
-/// Default limit for tensor files read into memory (read_npy): 4 GiB. Callers can pass a larger
+/// Default limit for tensor files read into memory (try_read_npy): 4 GiB. Callers can pass a larger
 /// one.
 inline constexpr std::uint64_t default_tensor_file_limit = std::uint64_t{4} << 30;
 
-/// Default limit for tensor files that are mapped, never read whole (map_npy, safetensors):
+/// Default limit for tensor files that are mapped, never read whole (try_map_npy, safetensors):
 /// 256 GiB, for the weights of large models.
 inline constexpr std::uint64_t default_mapped_file_limit = std::uint64_t{256} << 30;
 
@@ -98,9 +98,9 @@ class open_file {
   std::uint64_t size_;
 };
 
-/// Opens the regular file at `path` of at most `max_bytes`, the checks read_file and map_file
-/// share: a missing file, a directory, device, FIFO or socket, and the size, before and after
-/// the open (the path may change between them).
+/// Opens the regular file at `path` of at most `max_bytes`, the checks try_read_file and
+/// try_map_file share: a missing file, a directory, device, FIFO or socket, and the size, before
+/// and after the open (the path may change between them).
 [[nodiscard]] inline result<open_file> open_regular_file(const std::string& path,
                                                          std::uint64_t max_bytes) {
   struct stat st {};
@@ -135,8 +135,8 @@ class open_file {
 /// The whole contents of the regular file at `path`, at most `max_bytes` long. Errors:
 /// errc::file_open_failed (missing, no permission), errc::not_a_file ("'x' is a directory"),
 /// errc::file_too_large (with the limit), errc::read_failed. An empty file is an empty string.
-[[nodiscard]] inline result<std::string> read_file(const std::string& path,
-                                                   std::uint64_t max_bytes) {
+[[nodiscard]] inline result<std::string> try_read_file(const std::string& path,
+                                                       std::uint64_t max_bytes) {
   auto file = detail::open_regular_file(path, max_bytes);
   if (!file)
     return file.error();
@@ -170,6 +170,13 @@ class open_file {
   out.resize(static_cast<std::size_t>(have));
   return out;
 }
+
+#if PTQ_EXCEPTIONS
+/// try_read_file, throwing ptq::exception on an error.
+[[nodiscard]] inline std::string read_file(const std::string& path, std::uint64_t max_bytes) {
+  return value_or_throw(try_read_file(path, max_bytes));
+}
+#endif
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

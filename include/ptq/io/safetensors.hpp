@@ -220,8 +220,8 @@ inline result<stored_tensor_view> safetensors_file::stored(std::string_view name
 /// is a JSON object, every entry has a known dtype, a shape and data offsets inside the data
 /// section, the byte size matches dtype x shape, and no two tensors overlap. `name` (usually the
 /// path) starts every error message when it is given.
-[[nodiscard]] inline result<safetensors_file> parse_safetensors(mapped_file file,
-                                                                std::string_view name = {}) {
+[[nodiscard]] inline result<safetensors_file> try_parse_safetensors(mapped_file file,
+                                                                    std::string_view name = {}) {
   const std::string_view bytes = file.bytes();
   const auto fail = [&](errc code, const std::string& what) {
     return make_error(code, name.empty() ? what : std::string(name) + ": " + what);
@@ -320,19 +320,31 @@ inline result<stored_tensor_view> safetensors_file::stored(std::string_view name
 }
 
 /// Parses a safetensors file whose bytes are in memory (they are moved into the result).
-[[nodiscard]] inline result<safetensors_file> parse_safetensors(std::string bytes,
-                                                                std::string_view name = {}) {
-  return parse_safetensors(mapped_file{std::move(bytes)}, name);
+[[nodiscard]] inline result<safetensors_file> try_parse_safetensors(std::string bytes,
+                                                                    std::string_view name = {}) {
+  return try_parse_safetensors(mapped_file{std::move(bytes)}, name);
 }
 
+#if PTQ_EXCEPTIONS
+/// try_parse_safetensors, throwing ptq::exception on an error.
+[[nodiscard]] inline safetensors_file parse_safetensors(mapped_file file,
+                                                        std::string_view name = {}) {
+  return value_or_throw(try_parse_safetensors(std::move(file), name));
+}
+[[nodiscard]] inline safetensors_file parse_safetensors(std::string bytes,
+                                                        std::string_view name = {}) {
+  return value_or_throw(try_parse_safetensors(std::move(bytes), name));
+}
+#endif
+
 /// Maps and parses a safetensors file; every error names the path. Files above `max_bytes` and
-/// non-regular files are refused (map_file, with read_file's checks and messages).
+/// non-regular files are refused (try_map_file, with try_read_file's checks and messages).
 [[nodiscard]] inline result<safetensors_file> read_safetensors(
     const std::string& path, std::uint64_t max_bytes = default_mapped_file_limit) {
-  auto file = map_file(path, max_bytes);
+  auto file = try_map_file(path, max_bytes);
   if (!file)
     return file.error();
-  return parse_safetensors(std::move(file).value(), path);
+  return try_parse_safetensors(std::move(file).value(), path);
 }
 
 /// A tensor to write: name, shape and float32 values (C order).

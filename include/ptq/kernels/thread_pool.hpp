@@ -15,6 +15,10 @@
 // Calls from inside a running task (nested parallelism) and calls from a second user thread
 // while the pool is busy run on the calling thread alone, which gives the same results; the pool
 // never blocks one caller behind another's work.
+//
+// An engine with a scheduler of its own hands ptq's parallel work to it (set_executor), and one
+// that shares its cores turns the spinning off (set_pool_spinning(false)); docs/calibrate.md,
+// "Threads".
 // Depends on: core.
 #pragma once
 
@@ -31,7 +35,31 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace kernels {
+
+/// An engine's own executor for ptq's parallel work. `run(self, nt, task, context)` must call
+/// `task(context, t)` exactly once for each t in [0, nt), on any threads and in any order, and
+/// return when every call has finished. Which thread runs which t never changes a result.
+struct executor {
+  void (*run)(void* self, std::size_t nt, void (*task)(void* context, std::size_t t),
+              void* context) = nullptr;
+  void* self = nullptr;
+};
+
 namespace detail {
+
+/// The executor set_executor installed (nullptr: ptq's own pool).
+[[nodiscard]] inline std::atomic<const executor*>& executor_slot() noexcept {
+  static std::atomic<const executor*> slot{nullptr};
+  return slot;
+}
+
+/// Rounds of spin_pause before a pool thread sleeps: 100 µs on the Zen 3 machine this was
+/// measured on (a pause is about 25 ns there); 0 when set_pool_spinning(false).
+inline constexpr int default_spin_rounds = 4000;
+[[nodiscard]] inline std::atomic<int>& spin_rounds() noexcept {
+  static std::atomic<int> rounds{default_spin_rounds};
+  return rounds;
+}
 
 class thread_pool {
  public:
@@ -60,6 +88,13 @@ class thread_pool {
   /// Returns when every t has finished. Runs them all on the caller when the pool is busy or the
   /// caller is itself inside a task.
   void run(std::size_t nt, task_fn task, void* context) {
+    if (nt > 1 && !in_task()) {
+      if (const executor* e = executor_slot().load(std::memory_order_acquire);
+          e != nullptr && e->run != nullptr) {
+        run_on(*e, nt, task, context);
+        return;
+      }
+    }
     if (nt <= 1 || in_task() || !run_mutex_.try_lock()) {
       for (std::size_t t = 0; t < nt; ++t)
         task(context, t);
@@ -86,6 +121,32 @@ class thread_pool {
   }
 
  private:
+  /// Marks the thread as inside a task for its lifetime (nested calls then run inline).
+  struct task_scope {
+    bool was = in_task();
+    task_scope() noexcept { in_task() = true; }
+    task_scope(const task_scope&) = delete;
+    task_scope& operator=(const task_scope&) = delete;
+    ~task_scope() { in_task() = was; }
+  };
+
+  /// The engine's executor runs the tasks; each runs as inside a task, so the parallel calls it
+  /// makes itself run on its thread and never reach the executor again.
+  static void run_on(const executor& e, std::size_t nt, task_fn task, void* context) {
+    struct call {
+      task_fn task;
+      void* context;
+    } c{task, context};
+    e.run(
+        e.self, nt,
+        [](void* p, std::size_t t) {
+          const auto& cc = *static_cast<const call*>(p);
+          const task_scope inside;
+          cc.task(cc.context, t);
+        },
+        &c);
+  }
+
   struct wait_for_workers {
     thread_pool& pool;
     explicit wait_for_workers(thread_pool& p) noexcept : pool(p) { in_task() = true; }
@@ -93,16 +154,14 @@ class thread_pool {
     wait_for_workers& operator=(const wait_for_workers&) = delete;
     ~wait_for_workers() {
       in_task() = false;
-      for (int i = 0; i < spin_rounds && pool.pending_.load(std::memory_order_acquire) != 0; ++i)
+      const int rounds = spin_rounds().load(std::memory_order_relaxed);
+      for (int i = 0; i < rounds && pool.pending_.load(std::memory_order_acquire) != 0; ++i)
         spin_pause();
       std::unique_lock<std::mutex> lock(pool.mutex_);
       pool.done_cv_.wait(lock, [this] { return pool.pending_ == 0; });
     }
   };
 
-  /// Rounds of spin_pause before sleeping: 100 µs on the Zen 3 machine this was measured on
-  /// (a pause is about 25 ns there).
-  static constexpr int spin_rounds = 4000;
   static void spin_pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -123,10 +182,9 @@ class thread_pool {
     for (;;) {
       if (!stopping_ && generation_ == seen) {  // spin a little before sleeping
         lock.unlock();
-        for (int i = 0; i < spin_rounds && generation_.load(std::memory_order_acquire) == seen;
-             ++i) {
+        const int rounds = spin_rounds().load(std::memory_order_relaxed);
+        for (int i = 0; i < rounds && generation_.load(std::memory_order_acquire) == seen; ++i)
           spin_pause();
-        }
         lock.lock();
       }
       work_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -160,6 +218,24 @@ class thread_pool {
 };
 
 }  // namespace detail
+
+/// Hands ptq's parallel work (every parallel_blocks call: the threads of IFMR, HFMG, AdaRound,
+/// the session's layers) to `e` instead of ptq's own pool; nullptr gives it back. `e` must
+/// outlive every call that may use it. Results do not change.
+inline void set_executor(const executor* e) noexcept {
+  detail::executor_slot().store(e, std::memory_order_release);
+}
+
+/// Whether the threads of ptq's own pool spin for about 100 µs before they sleep (on by
+/// default: AdaRound calls the pool about every millisecond, and a wake-up through the kernel
+/// costs tens of microseconds). Off for an engine whose cores are busy with its own work.
+inline void set_pool_spinning(bool on) noexcept {
+  detail::spin_rounds().store(on ? detail::default_spin_rounds : 0, std::memory_order_relaxed);
+}
+[[nodiscard]] inline bool pool_spinning() noexcept {
+  return detail::spin_rounds().load(std::memory_order_relaxed) != 0;
+}
+
 }  // namespace kernels
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -72,8 +72,7 @@ template <class Calibrator>
 [[nodiscard]] result<ada_result> ada_quantize_layer(const layer_desc& d,
                                                     const std::vector<float>& factors,
                                                     const tensor_ref& input,
-                                                    const tensor_ref* float_input,
-                                                    const Calibrator& c) {
+                                                    const tensor_ref* float_input, Calibrator& c) {
   static_assert(Calibrator::needs_samples, "AdaRound needs a calibrator that learns from samples");
   auto samples = ada_samples_of(d, input, factors);
   if (!samples)

@@ -41,6 +41,12 @@
 #include "ptq/session/session_options.hpp"
 #include "ptq/session/sharded_activations.hpp"
 
+// 1 when the program links `ptq::session` (CMake's ptq::ptq does): the phase calls are defined
+// there, compiled once; 0 (headers alone): calibration_session_impl.hpp defines them inline.
+#if !defined(PTQ_SESSION_COMPILED)
+#define PTQ_SESSION_COMPILED 0
+#endif
+
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
@@ -50,52 +56,7 @@ class calibration_session {
   /// config's resolution errors, and malformed layers (code E801, naming the layer).
   [[nodiscard]] static result<calibration_session> create(const amct_config& config,
                                                           std::vector<layer_desc> layers,
-                                                          session_options options = {}) {
-    if (auto st = check_session_options(options); !st)
-      return st.error();
-    std::vector<layer_info> infos;
-    for (const auto& l : layers) {
-      layer_info i;
-      i.name = l.name;
-      i.type = l.type;
-      i.has_bias = l.bias.has_value();
-      const auto cin = layer_input_channels(l);
-      if (cin != 0)
-        i.in_channels = static_cast<std::uint32_t>(cin);
-      i.groups = static_cast<std::uint32_t>(l.conv.groups);
-      infos.push_back(std::move(i));
-    }
-    auto plan = resolve_config(config, infos, options.resolve);
-    std::vector<error> diags = plan.diagnostics();
-    if (!plan)
-      return result<calibration_session>(std::move(diags));
-    calibration_session s;
-    s.options_ = std::move(options);
-    s.plan_ = plan.value();
-    s.fp16_ = config.fakequant_precision_mode.has_value();
-    const detail::name_index<resolved_layer> plans(s.plan_.layers, &resolved_layer::name);
-    for (auto& l : layers) {
-      session_layer sl;
-      sl.plan = *plans.find(l.name);
-      sl.plan.type = l.type;
-      sl.desc = std::move(l);
-      if (auto st = check_layer_desc(sl.desc); !st)
-        diags.push_back(st.error());
-      if (sl.plan.quant_enable)
-        sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
-      s.layers_.push_back(std::move(sl));
-    }
-    s.index_layers();
-    if (std::any_of(diags.begin(), diags.end(), is_error)) {
-      return result<calibration_session>(std::move(diags));
-    }
-    s.fuse(diags);
-    if (std::any_of(diags.begin(), diags.end(), is_error)) {
-      return result<calibration_session>(std::move(diags));
-    }
-    s.phase_ = session_phase::dmq;
-    return {std::move(s), std::move(diags)};
-  }
+                                                          session_options options = {});
 
   [[nodiscard]] session_phase phase() const noexcept { return phase_; }
   [[nodiscard]] const resolved_config& plan() const noexcept { return plan_; }
@@ -112,66 +73,13 @@ class calibration_session {
   }
 
   /// Phase 2: one input batch of a DMQ layer; computes its balance factors.
-  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_ref& input) {
-    session_layer* l = nullptr;
-    if (auto st = lookup(name, session_phase::dmq, "feed_dmq", l); !st)
-      return st;
-    if (!needs_dmq(*l)) {
-      return fail(std::string(name) +
-                  ": the layer has no dmq_balancer; feed it in the activation phase");
-    }
-    if (!l->balance_factors.empty()) {
-      return fail(std::string(name) +
-                  ": the DMQ input was already fed (the factors come from one batch)");
-    }
-    if (auto st = compute_balance_factors(*l, input, options_.kernels); !st)
-      return st;
-    report(session_phase::dmq, l->desc.name, ++dmq_done_, dmq_total_);
-    return {};
-  }
+  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_ref& input);
 
   /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
   /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
   /// with; the AdaRound layers (`ada_layers()`) keep their float (balanced) weight until
   /// `quantize_ada`, and the activation phase starts after the last of them.
-  [[nodiscard]] result<> quantize_weights() {
-    if (phase_ != session_phase::dmq) {
-      return fail("quantize_weights: the session is in the " + std::string(to_string(phase_)) +
-                  " phase; the weights are quantized once, in the DMQ phase");
-    }
-    for (const auto& l : layers_) {
-      if (needs_dmq(l) && l.balance_factors.empty()) {
-        return fail("quantize_weights: layer '" + l.desc.name +
-                    "' has dmq_balancer but its input was not fed (feed_dmq)");
-      }
-    }
-    // All or nothing without a copy of the model: every layer is checked and its parameters
-    // computed first, and only then are the weights changed, so a failure leaves the session as
-    // it was (still in the DMQ phase, weights not balanced) and the engine can report it without
-    // a half-quantized model.
-    std::vector<std::optional<weight_quant_result>> params(layers_.size());
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      if (!layers_[i].plan.quant_enable)
-        continue;
-      auto p = plan_layer_weights(layers_[i], scratch_);
-      if (!p)
-        return p.error();
-      params[i] = std::move(p).value();
-    }
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      session_layer& l = layers_[i];
-      if (!l.plan.quant_enable)
-        continue;
-      if (auto st = apply_layer_weights(l, std::move(params[i]), scratch_); !st)
-        return st;
-      if (!learns_from_samples(l))
-        report(session_phase::weights, l.desc.name, ++weights_done_, enabled_);
-    }
-    phase_ = session_phase::weights;
-    if (ada_layers().empty())
-      phase_ = session_phase::activations;
-    return {};
-  }
+  [[nodiscard]] result<> quantize_weights();
 
   /// The enabled layers whose weights AdaRound quantizes, in model order; after
   /// `quantize_weights`, those still to do.
@@ -187,24 +95,7 @@ class calibration_session {
   /// AdaRound layer in float), or on `input` when that is null. Inputs are divided by the DMQ
   /// factors here, as in `feed`.
   [[nodiscard]] result<> quantize_ada(std::string_view name, const tensor_ref& input,
-                                      const tensor_ref* float_input = nullptr) {
-    session_layer* l = nullptr;
-    if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
-      return st;
-    const auto pending_ada = ada_layers();
-    if (!learns_from_samples(*l) || l->weight_params)
-      return fail(std::string(name) + ": not an AdaRound layer still to quantize");
-    if (pending_ada.front() != name) {
-      return fail("quantize_ada('" + std::string(name) +
-                  "'): AdaRound layers go in model order; '" + pending_ada.front() + "' is next");
-    }
-    if (auto st = quantize_ada_layer(*l, input, float_input, options_); !st)
-      return st;
-    report(session_phase::weights, l->desc.name, ++weights_done_, enabled_);
-    if (pending_ada.size() == 1)
-      phase_ = session_phase::activations;
-    return {};
-  }
+                                      const tensor_ref* float_input = nullptr);
 
   /// The weight the engine runs with: fused, balanced, fake-quantized (after phase 3). E802 for
   /// an unknown layer.
@@ -218,16 +109,12 @@ class calibration_session {
   /// Phase 4: one calibration batch of a layer's input (the engine's float activations). The
   /// session divides it by the DMQ factors and observes it; after `batch_num` batches the layer
   /// is finalized.
-  [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input) {
-    return feed_batch(name, input);
-  }
+  [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input);
   /// feed() of values as a file stores them (float32 or float16, usually mapped): the same
   /// numbers and errors as feed() of their float32 values. float16 is converted a block at a
   /// time into the observer, or, in the bounded mode and when sharded, into one buffer the
   /// session reuses.
-  [[nodiscard]] result<> feed(std::string_view name, const stored_tensor_ref& input) {
-    return feed_batch(name, input);
-  }
+  [[nodiscard]] result<> feed(std::string_view name, const stored_tensor_ref& input);
 
   /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
   /// mode and when sharded (the same batches again, in the same order).
@@ -237,39 +124,15 @@ class calibration_session {
 
   /// Sharded (activation_mode::kind::sharded; exchange_shard_states in shard_exchange.hpp does the
   /// three steps): this rank's states, once it fed its batches of every layer in this pass.
-  [[nodiscard]] result<std::string> shard_states() const {
-    if (auto st = check_exchange("shard_states"); !st)
-      return st.error();
-    return detail::pack_shard_states(layers_, options_.activation.shard, plan_.batch_num,
-                                     shard_pass_);
-  }
+  [[nodiscard]] result<std::string> shard_states() const;
 
   /// Sharded, rank 0: merges every rank's shard_states (all[r] from rank r) into what every
   /// rank adopts.
-  [[nodiscard]] result<std::string> merge_shard_states(const std::vector<std::string>& all) const {
-    if (auto st = check_exchange("merge_shard_states"); !st)
-      return st.error();
-    return ptq::merge_shard_states(layers_, options_.activation.shard, shard_pass_, all, fp16_,
-                                   options_.kernels);
-  }
+  [[nodiscard]] result<std::string> merge_shard_states(const std::vector<std::string>& all) const;
 
   /// Sharded, every rank: adopts rank 0's merge; after pass 1 pass 2 starts, after pass 2 the
   /// session is done (every rank has the record).
-  [[nodiscard]] result<> adopt_shard_states(std::string_view merged) {
-    if (auto st = check_exchange("adopt_shard_states"); !st)
-      return st;
-    if (auto st = ptq::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
-      return st;
-    if (++shard_pass_ <= 2)
-      return {};
-    std::size_t done = 0;
-    for (const auto& l : layers_) {
-      if (l.plan.quant_enable)
-        report(session_phase::activations, l.desc.name, ++done, enabled_);
-    }
-    phase_ = session_phase::done;
-    return {};
-  }
+  [[nodiscard]] result<> adopt_shard_states(std::string_view merged);
 
   /// Layers still waiting for activation batches.
   [[nodiscard]] std::vector<std::string> pending() const {
@@ -278,15 +141,7 @@ class calibration_session {
   }
 
   /// The toolkit's record (docs/calibrate.md) once every enabled layer is calibrated (E802 before).
-  [[nodiscard]] result<record_file> record() const {
-    if (phase_ != session_phase::done) {
-      const auto p = pending();
-      return fail("record: the session is in the " + std::string(to_string(phase_)) +
-                  " phase; layer '" + (p.empty() ? std::string("?") : p.front()) +
-                  "' has not seen its " + std::to_string(plan_.batch_num) + " batch(es) yet");
-    }
-    return record_of_layers(layers_, fp16_);
-  }
+  [[nodiscard]] result<record_file> record() const;
 
  private:
   calibration_session() = default;
@@ -419,3 +274,7 @@ class calibration_session {
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq
+
+#if !PTQ_SESSION_COMPILED
+#include "ptq/session/calibration_session_impl.hpp"
+#endif

@@ -258,7 +258,8 @@ template <class Weights>
 /// and dilation at least 1; every value at most 2^20; 1 value or one per spatial dimension), an
 /// unknown layer type or activation, a tensor missing from the weights file.
 template <class Weights>
-[[nodiscard]] result<model_manifest> parse_manifest(std::string_view text, const Weights& weights) {
+[[nodiscard]] result<model_manifest> try_parse_manifest(std::string_view text,
+                                                        const Weights& weights) {
   using detail::manifest_error;
   const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) {
@@ -284,6 +285,14 @@ template <class Weights>
   }
   return out;
 }
+
+#if PTQ_EXCEPTIONS
+/// try_parse_manifest, throwing ptq::exception on an error.
+template <class Weights>
+[[nodiscard]] model_manifest parse_manifest(std::string_view text, const Weights& weights) {
+  return value_or_throw(try_parse_manifest(text, weights));
+}
+#endif
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -268,17 +268,8 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   for (const auto& l : layers) {
     if (!l.plan.quant_enable)
       continue;
-    layer_record r;
-    r.scale_d = l.activation_params->scale;
-    r.offset_d = l.activation_params->offset;
-    r.scale_w = l.weight_params->scale;
-    r.offset_w = l.weight_params->offset;
-    r.tensor_balance_factor = l.balance_factors;
-    r.act_type = "INT" + std::to_string(l.activation_params->bits);
-    r.wts_type = "INT" + std::to_string(l.weight_params->bits);
-    if (fp16)
-      r.fakequant_precision_mode = "FORCE_FP16_QUANT";
-    rec.records.push_back({l.desc.name, std::move(r)});
+    rec.records.push_back({l.desc.name, layer_record_of(*l.weight_params, *l.activation_params,
+                                                        l.balance_factors, fp16)});
   }
   return rec;
 }

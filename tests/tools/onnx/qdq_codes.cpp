@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
                  "       qdq_codes dequantize IN OUT SCALE OFFSET\n");
     return 2;
   }
-  auto in = ptq::io::read_npy(argv[2]);
+  auto in = ptq::io::try_read_npy(argv[2]);
   if (!in) {
     std::fputs(ptq::format_error(in.error()).c_str(), stderr);
     return 1;

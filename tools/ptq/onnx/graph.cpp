@@ -26,7 +26,7 @@ constexpr std::uint64_t max_onnx_bytes = (std::uint64_t{2} << 30) - 1;
 }  // namespace
 
 ptq::result<model_file> load_model(const std::string& path) {
-  auto bytes = ptq::read_file(path, max_onnx_bytes);
+  auto bytes = ptq::try_read_file(path, max_onnx_bytes);
   if (!bytes)
     return for_input(bytes.error(), "--onnx");
   model_file m;

@@ -42,7 +42,7 @@ struct model_file {
 using tensor_shapes = std::map<std::string, std::vector<std::int64_t>>;
 [[nodiscard]] tensor_shapes infer_tensor_shapes(const onnx::ModelProto& m);
 
-/// A float32 tensor in C order (what parse_manifest reads a weight as).
+/// A float32 tensor in C order (what try_parse_manifest reads a weight as).
 struct tensor_values {
   std::vector<std::size_t> shape;
   std::vector<float> data;

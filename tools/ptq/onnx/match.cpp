@@ -192,7 +192,7 @@ ptq::result<ptq::model_manifest> read_manifest(const std::string& manifest_path,
       }
     }
   }
-  auto manifest = ptq::parse_manifest(text.value(), weights);
+  auto manifest = ptq::try_parse_manifest(text.value(), weights);
   if (!manifest) {
     auto e = manifest.error();
     e.message = "--model '" + manifest_path + "': " + e.message;

@@ -15,7 +15,7 @@
 
 namespace ptq_cli::onnx_tool {
 
-/// The model's initializers as the tensor source parse_manifest reads the layers' weights
+/// The model's initializers as the tensor source try_parse_manifest reads the layers' weights
 /// from. A Gemm weight with transB=0 (and a MatMul weight) is K×N; it is shown transposed, in
 /// PyTorch's Linear layout N×K, which is what the manifest and the record describe.
 struct model_weights {

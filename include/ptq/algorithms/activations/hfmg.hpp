@@ -233,6 +233,22 @@ struct hfmg_state {
 
 /// HFMG observer: observe() each calibration batch, then finalize(). Holds its kernel set by
 /// value, so it never points into a moved-from owner.
+/// The settings checks of HFMG: bits in [2, 16], and the toolkit's histogram sizes (E304, as
+/// the config's `num_of_bins`).
+[[nodiscard]] inline result<> hfmg_check_settings(const hfmg_settings& s) {
+  if (!valid_bits(s.bits)) {
+    return make_error(errc::invalid_argument,
+                      "HFMG bits must be in [2, 16], got " + std::to_string(s.bits));
+  }
+  const std::size_t n = s.num_of_bins;
+  if (n != 1024 && n != 2048 && n != 4096 && n != 8192) {
+    return make_error(errc::num_of_bins_invalid,
+                      "HFMG num_of_bins " + std::to_string(n) +
+                          " is not supported; use 1024, 2048, 4096 or 8192");
+  }
+  return {};
+}
+
 class hfmg_observer {
  public:
   using settings_type = hfmg_settings;
@@ -281,12 +297,18 @@ class hfmg_observer {
   /// its histogram, so there is nothing to make room for.
   void reserve(std::size_t /*values*/) noexcept {}
 
+  /// scale_d / offset_d of the batches observed so far. It changes nothing: observing may go on
+  /// after it (a training loop's running estimate costs one search over the histogram).
   [[nodiscard]] result<activation_quant_result> finalize() const {
     auto r = search();
     if (!r)
       return r.error();
     return r.value().result;
   }
+  /// finalize() under the name a training loop reads best.
+  [[nodiscard]] result<activation_quant_result> estimate() const { return finalize(); }
+  /// Forgets every batch (the settings, kernels and name stay).
+  void reset() noexcept { state_ = hfmg_state{}; }
   /// finalize() with the details of the search (candidates, losses, clip range): the same
   /// computation, for a caller that reports it.
   [[nodiscard]] result<hfmg_search> search() const {
@@ -308,13 +330,8 @@ class hfmg_observer {
 
  private:
   [[nodiscard]] result<> check_settings() const {
-    if (!valid_bits(s_.bits)) {
-      return make_error(errc::invalid_argument,
-                        name_ + ": HFMG bits must be in [2, 16], got " + std::to_string(s_.bits));
-    }
-    if (s_.num_of_bins < 4) {
-      return make_error(errc::invalid_argument, name_ + ": HFMG num_of_bins must be at least 4");
-    }
+    if (auto st = hfmg_check_settings(s_); !st)
+      return make_error(st.error().code, name_ + ": " + st.error().message);
     return {};
   }
 

@@ -162,7 +162,8 @@ struct ifmr_search {
   std::vector<double> losses;  ///< summed squared errors (divide by N for the MSE)
 };
 
-/// The settings checks every IFMR mode makes before it computes.
+/// The settings checks every IFMR mode makes before it computes (the search range is checked
+/// where its ratios are made, ifmr_ratios; ifmr_validate_settings does both).
 [[nodiscard]] inline result<> ifmr_check_settings(const ifmr_settings& s) {
   if (!valid_bits(s.bits)) {
     return make_error(errc::invalid_argument,
@@ -172,6 +173,15 @@ struct ifmr_search {
       !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
     return make_error(errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
   }
+  return {};
+}
+
+/// Every check of `s`, the search range's included: what a caller runs before the first batch.
+[[nodiscard]] inline result<> ifmr_validate_settings(const ifmr_settings& s) {
+  if (auto st = ifmr_check_settings(s); !st)
+    return st;
+  if (auto r = ifmr_ratios(s); !r)
+    return r.error();
   return {};
 }
 
@@ -282,12 +292,19 @@ class ifmr_observer {
     return observe(batch.data(), batch.size());
   }
 
+  /// scale_d / offset_d of the batches observed so far. It changes nothing: observing may go on
+  /// after it (but each estimate searches every value kept; a training loop that asks often is
+  /// better served by HFMG, docs/calibrate.md "In a training loop").
   [[nodiscard]] result<activation_quant_result> finalize() const {
     auto r = search();
     if (!r)
       return r.error();
     return r.value().result;
   }
+  /// finalize() under the name a training loop reads best.
+  [[nodiscard]] result<activation_quant_result> estimate() const { return finalize(); }
+  /// Forgets every batch and frees what they held (the settings, kernels and name stay).
+  void reset() noexcept { state_ = ifmr_state{}; }
   /// finalize() with the details of the search (start values, candidates, losses): the same
   /// computation, for a caller that reports it.
   [[nodiscard]] result<ifmr_search> search() const {

@@ -192,15 +192,9 @@ inline double ada_update(ada_state& st, const float* grad_w, const kernels::ada_
 
 namespace detail {
 
-/// ada_round's inputs and settings, checked before any work.
-[[nodiscard]] inline result<> check_ada_problem(const ada_problem& p, const ada_settings& s) {
-  const auto fail = [&](std::string what) {
-    return make_error(errc::invalid_argument, p.name + ": " + std::move(what));
-  };
-  if (auto st = validate_geometry(p.geometry); !st)
-    return make_error(st.error().code, p.name + ": " + st.error().message);
-  if (auto st = check_activation(p.activation, p.geometry.out_channels); !st)
-    return make_error(st.error().code, p.name + ": " + st.error().message);
+/// ada_round's settings alone, checked before any work (the layer's name prefixes a message).
+[[nodiscard]] inline result<> check_ada_settings(const ada_settings& s) {
+  const auto fail = [](const char* what) { return make_error(errc::invalid_argument, what); };
   if (!(s.reg_param >= 0.0f) || !std::isfinite(s.reg_param))
     return fail("reg_param must be finite and >= 0");
   if (!(s.warm_start >= 0.0f && s.warm_start <= 1.0f))
@@ -211,6 +205,20 @@ namespace detail {
   }
   if (s.batch_size == 0)
     return fail("batch_size must be > 0");
+  return {};
+}
+
+/// ada_round's inputs and settings, checked before any work.
+[[nodiscard]] inline result<> check_ada_problem(const ada_problem& p, const ada_settings& s) {
+  const auto fail = [&](std::string what) {
+    return make_error(errc::invalid_argument, p.name + ": " + std::move(what));
+  };
+  if (auto st = validate_geometry(p.geometry); !st)
+    return make_error(st.error().code, p.name + ": " + st.error().message);
+  if (auto st = check_activation(p.activation, p.geometry.out_channels); !st)
+    return make_error(st.error().code, p.name + ": " + st.error().message);
+  if (auto st = check_ada_settings(s); !st)
+    return fail(st.error().message);
   if (!p.weight)
     return fail("no weight");
   if (s.num_iteration > 0 && (p.samples == 0 || !p.input))
