@@ -3,7 +3,9 @@
 #pragma once
 
 #include "ptq/core/error.hpp"
+#include "ptq/core/error_codes.hpp"
 #include "ptq/core/fp16.hpp"
+#include "ptq/core/hfmg_bins.hpp"
 #include "ptq/core/layer_record.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/core/shard_reduce.hpp"

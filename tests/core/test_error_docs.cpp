@@ -6,7 +6,7 @@
 #include <iterator>
 #include <string>
 
-#include "ptq/core/error.hpp"
+#include "ptq/core/error_codes.hpp"
 
 namespace {
 

@@ -16,6 +16,7 @@
 #include "ptq/config/layer_types.hpp"
 #include "ptq/config/model.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/hfmg_bins.hpp"
 #include "ptq/core/ifmr_search_size.hpp"
 #include "ptq/detail/float_format.hpp"
 #include "ptq/prototext/diagnostics.hpp"
@@ -249,11 +250,10 @@ class config_checker {
       ifmr(*b.ifmr);
     if (b.hfmg && b.hfmg->num_of_bins.has_value()) {
       const auto n = *b.hfmg->num_of_bins;
-      if (n != 1024 && n != 2048 && n != 4096 && n != 8192) {
-        error(
-            errc::num_of_bins_invalid,
-            "num_of_bins " + std::to_string(n) + " is not supported; use 1024, 2048, 4096 or 8192",
-            b.hfmg->num_of_bins.where);
+      if (!is_supported_num_of_bins(n)) {
+        error(errc::num_of_bins_invalid,
+              "num_of_bins " + std::to_string(n) + supported_num_of_bins_text,
+              b.hfmg->num_of_bins.where);
       }
     }
     if (b.dmq && b.dmq->migration_strength.has_value()) {

@@ -88,14 +88,13 @@ class thread_pool {
   /// Returns when every t has finished. Runs them all on the caller when the pool is busy or the
   /// caller is itself inside a task.
   void run(std::size_t nt, task_fn task, void* context) {
-    if (nt > 1 && !in_task()) {
-      if (const executor* e = executor_slot().load(std::memory_order_acquire);
-          e != nullptr && e->run != nullptr) {
-        run_on(*e, nt, task, context);
-        return;
-      }
+    const bool on_caller = nt <= 1 || in_task();
+    const executor* e = executor_slot().load(std::memory_order_acquire);
+    if (!on_caller && e != nullptr && e->run != nullptr) {
+      run_on(*e, nt, task, context);
+      return;
     }
-    if (nt <= 1 || in_task() || !run_mutex_.try_lock()) {
+    if (on_caller || !run_mutex_.try_lock()) {
       for (std::size_t t = 0; t < nt; ++t)
         task(context, t);
       return;

@@ -18,6 +18,7 @@
 #include "ptq/algorithms/activations/stored_batch.hpp"
 #include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/hfmg_bins.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
@@ -240,11 +241,10 @@ struct hfmg_state {
     return make_error(errc::invalid_argument,
                       "HFMG bits must be in [2, 16], got " + std::to_string(s.bits));
   }
-  const std::size_t n = s.num_of_bins;
-  if (n != 1024 && n != 2048 && n != 4096 && n != 8192) {
-    return make_error(errc::num_of_bins_invalid,
-                      "HFMG num_of_bins " + std::to_string(n) +
-                          " is not supported; use 1024, 2048, 4096 or 8192");
+  if (!is_supported_num_of_bins(s.num_of_bins)) {
+    return make_error(
+        errc::num_of_bins_invalid,
+        "HFMG num_of_bins " + std::to_string(s.num_of_bins) + supported_num_of_bins_text);
   }
   return {};
 }
