@@ -1,9 +1,10 @@
-// The one error model of ptq: a stable code (ptq/core/error_codes.hpp), a severity, a message, an
-// optional note and where it points (a source region, and the file it is in); `result<T>`, a value
-// or the errors that prevented it, with any warnings either way; one exception type for the
-// throwing wrappers. Every layer (config, numerics, io, session, tool) reports through these.
-// Standard library only; works with -fno-exceptions (the throwing wrappers then abort with the
-// message). Depends on: the standard library.
+// The one error model of ptq: a stable code (ptq/core/error_codes.hpp), a severity, a message,
+// an optional note and where it points (a source region, and the file it is in); `result<T>`, a
+// value or the errors that prevented it, with any warnings either way; one exception type for
+// the throwing wrappers. Every layer (config, numerics, io, session, tool) reports through
+// these. Standard library only; works with -fno-exceptions (the throwing wrappers then abort
+// with the message).
+// Depends on: the standard library.
 #pragma once
 
 #include <cstddef>
