@@ -378,6 +378,7 @@ const json_case json_cases[] = {
     {"bad literal", R"({"a": tru})", errc::json_invalid, {1, 10}, "malformed JSON"},
     {"stray ] on line 3", "{\n  \"version\": 1,\n  ]\n}", errc::json_invalid, {3, 3}, "malformed JSON"},
     {"repeated key", R"({"version": 1, "version": 1})", errc::json_invalid, {0, 0}, "'version' appears twice"},
+    {"repeated key whose objects repeat keys (fuzzer finding)", R"({"c1": {"a": 1}, "c1": {"p": {}, "p": {"q": [1, {"r": 2, "r": {}}]}}, "c2": 3})", errc::json_invalid, {0, 0}, "'c1' appears twice"},
     {"global key that is not a layer", R"({"version": 1, "foo": 3})", errc::json_unknown_key, {0, 0}, "'foo'"},
     {"unknown key in a layer", R"({"conv1": {"quant_enable": true, "activation_quant_params": {}, "bogus": 1}})", errc::json_unknown_key, {0, 0}, "'conv1.bogus': unknown key"},
     {"ADA key in an ARQ layer", R"({"conv1": {"activation_quant_params": {}, "weight_quant_params": {"channel_wise": true, "reg_param": 0.1}}})", errc::json_unknown_key, {0, 0}, "'reg_param' does not belong to arq_quantize"},

@@ -61,19 +61,13 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
   bool number_float(number_float_t v, const string_t&) override { return put_value(v); }
   bool string(string_t& v) override { return put_value(std::move(v)); }
   bool binary(binary_t& v) override { return put_value(nlohmann::ordered_json::binary(v)); }
-  bool start_object(std::size_t) override {
-    open(put(nlohmann::ordered_json::object()));
-    return true;
-  }
+  bool start_object(std::size_t) override { return open(nlohmann::ordered_json::object()); }
   bool key(string_t& k) override {
     key_ = std::move(k);
     return true;
   }
   bool end_object() override { return close(); }
-  bool start_array(std::size_t) override {
-    open(put(nlohmann::ordered_json::array()));
-    return true;
-  }
+  bool start_array(std::size_t) override { return open(nlohmann::ordered_json::array()); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t pos, const std::string&,
                    const nlohmann::detail::exception& e) override {
@@ -101,8 +95,8 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
   };
 
   /// Puts `v` where the document is (the root, an array's end, an object's new member) and
-  /// returns where it went. Only the innermost container grows, so the outer levels' pointers
-  /// stay valid.
+  /// returns where it went, or nullptr for the value of a repeated key (reported; the first
+  /// value stays). Only the innermost container grows, so the outer levels' pointers stay valid.
   nlohmann::ordered_json* put(nlohmann::ordered_json v) {
     if (stack_.empty()) {
       out_.value = std::move(v);
@@ -113,29 +107,44 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
       top.node->push_back(std::move(v));
       return &top.node->back();
     }
-    if (!top.keys.insert(key_).second) {  // a repeated key: reported; the first value stays
+    if (!top.keys.insert(key_).second) {
       if (out_.duplicate.empty())
         out_.duplicate = key_;
-      scratch_ = std::move(v);
-      return &scratch_;
+      return nullptr;
     }
     append_member(*top.node, key_, std::move(v));
     return &top.node->get_ref<nlohmann::ordered_json::object_t&>().back().second;
   }
-  void open(nlohmann::ordered_json* container) { stack_.push_back({container, {}}); }
+  /// A repeated key's object or array is skipped whole: its events only count its depth, so
+  /// nothing inside it can reach the document (or a container that is gone).
+  bool open(nlohmann::ordered_json container) {
+    if (skipped_depth_ > 0) {
+      ++skipped_depth_;
+      return true;
+    }
+    if (auto* node = put(std::move(container)))
+      stack_.push_back({node, {}});
+    else
+      skipped_depth_ = 1;
+    return true;
+  }
   bool close() {
-    stack_.pop_back();
+    if (skipped_depth_ > 0)
+      --skipped_depth_;
+    else
+      stack_.pop_back();
     return true;
   }
   bool put_value(nlohmann::ordered_json v) {
-    put(std::move(v));
+    if (skipped_depth_ == 0)
+      static_cast<void>(put(std::move(v)));
     return true;
   }
 
   json_parsed& out_;
   std::vector<level> stack_;
   std::string key_;
-  nlohmann::ordered_json scratch_;
+  std::size_t skipped_depth_ = 0;  ///< > 0 inside a repeated key's object or array
 };
 
 }  // namespace json_parse_impl
