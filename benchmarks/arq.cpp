@@ -10,7 +10,7 @@
 static void BM_arq_per_channel_512x512x3x3(benchmark::State& state) {
   const std::size_t n = 512 * 512 * 9;
   const auto& w = ptq_bench::normal_data(n);
-  const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {512, 512, 3, 3}, "w");
   ptq_bench::run_vs_baseline(state, w.data(), n, [&] {
     auto r = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true}, ptq_bench::kernels());
     benchmark::DoNotOptimize(r);
@@ -21,15 +21,16 @@ BENCHMARK(BM_arq_per_channel_512x512x3x3)->UseManualTime()->Unit(benchmark::kMil
 static void BM_arq_fake_quantize_512x512x3x3(benchmark::State& state) {
   const std::size_t n = 512 * 512 * 9;
   const auto& w = ptq_bench::normal_data(n);
-  const ptq::tensor_ref t{w.data(), {512, 512, 3, 3}, "w"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {512, 512, 3, 3}, "w");
   const auto p =
       ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, true}, ptq_bench::kernels()).value();
   std::vector<float> buf(w);
+  const ptq::tensor_view in_place = ptq::view_of(buf.data(), t.shape, "w");
   ptq_bench::run_vs_baseline(state, buf.data(), n,
                              [&] {
-                               auto st = ptq::arq_fake_quantize(buf.data(), t.shape,
-                                                                ptq::layer_type::conv2d, 1, p,
-                                                                ptq_bench::kernels());
+                               auto st =
+                                   ptq::arq_fake_quantize(in_place, ptq::layer_type::conv2d, 1, p,
+                                                          buf.data(), ptq_bench::kernels());
                                benchmark::DoNotOptimize(st);
                              },
                              false, {buf.data(), n * sizeof(float)});

@@ -49,7 +49,7 @@ inline pipeline_result calibrate_and_evaluate(const ptq::amct_config& config,
   pipeline_result out;
   auto fail = [&](const ptq::error& e) {
     out.error = e.message;
-    return out;
+    return std::move(out);  // the session is move-only
   };
   auto logits = ptq::forward_sequential(model, ptq::manifest_descs(model), test, 1);
   if (!logits)

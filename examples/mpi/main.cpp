@@ -54,7 +54,7 @@ ptq::result<ptq::record_file> calibrate(const ptq::amct_config& config,
           [&](std::size_t l, ptq::io::float_tensor& x) {
             const auto& layer = s.layers()[l];
             if (layer.plan.quant_enable) {
-              if (auto st = s.feed(layer.desc.name, ptq::batch_ref(x, layer.desc.name + " input"));
+              if (auto st = s.feed(layer.desc.name, ptq::batch_view(x, layer.desc.name + " input"));
                   !st)
                 return st;
             }

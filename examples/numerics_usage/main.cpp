@@ -16,7 +16,7 @@ void calibrate(const std::vector<std::vector<float>>& batches, const std::vector
   const ptq::activation_quant_result act = ptq::value_or_throw(obs.finalize());
   std::cout << "scale_d " << act.scale << ", offset_d " << act.offset << '\n';
 
-  const ptq::tensor_ref w{weight.data(), {64, 3, 3, 3}, "conv1.weight"};
+  const ptq::tensor_view w = ptq::view_of(weight.data(), {64, 3, 3, 3}, "conv1.weight");
   const ptq::arq_settings arq{8, /*channel_wise=*/true};
   const ptq::weight_quant_result wq =
       ptq::value_or_throw(ptq::arq_calibrate(w, ptq::layer_type::conv2d, 1, arq));

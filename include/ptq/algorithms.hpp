@@ -10,7 +10,7 @@
 #include "ptq/algorithms/activations/hfmg.hpp"
 #include "ptq/algorithms/activations/ifmr.hpp"
 #include "ptq/algorithms/activations/invariant_histogram.hpp"
-#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/activation_fn.hpp"
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/algorithms/layer/gemm_tasks.hpp"

@@ -1,5 +1,6 @@
 // ptq core: the n-bit grid, quant_params, the min/max kernel, process_scale, FP16 scale rounding,
-// stored float32/float16 values and the numeric error type. Standard library only.
+// the tensor view (float32, float16, bfloat16; any strides) and the numeric error type. Standard
+// library only.
 #pragma once
 
 #include "ptq/core/error.hpp"
@@ -9,5 +10,5 @@
 #include "ptq/core/layer_record.hpp"
 #include "ptq/core/quant.hpp"
 #include "ptq/core/shard_reduce.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/core/wire.hpp"

@@ -333,7 +333,7 @@ TEST_CASE("kl: per tensor vs per output channel", "[ada][kl]") {
       w[o * 18 + e] = ud(rng) * static_cast<float>(o + 1);
   }
   std::fill(w.begin() + 2 * 18, w.begin() + 3 * 18, 0.0f);  // an all-zero channel
-  const ptq::tensor_ref t{w.data(), shape, "conv.weight"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), shape, "conv.weight");
   auto pc = ptq::ada_kl_calibrate(t, ptq::layer_type::conv2d, 1, true);
   REQUIRE(pc);
   REQUIRE(pc.value().scale.size() == 4);
@@ -353,7 +353,7 @@ TEST_CASE("kl: per tensor vs per output channel", "[ada][kl]") {
   CHECK(pt.value().scale[0] == ref_search(w).scale);
   CHECK(pt.value().scale[0] != pc.value().scale[0]);
   // Linear [Cout, Cin] per tensor.
-  const ptq::tensor_ref lin{w.data(), {8, 9}, "fc.weight"};
+  const ptq::tensor_view lin = ptq::view_of(w.data(), {8, 9}, "fc.weight");
   CHECK(ptq::ada_kl_calibrate(lin, ptq::layer_type::linear, 1, false).value().scale ==
         pt.value().scale);
 }
@@ -372,7 +372,7 @@ TEST_CASE("kl: ConvTranspose2d with groups maps output channels", "[ada][kl]") {
         w[(ci * cpg + j) * k + e] = ud(rng) * static_cast<float>(1 + o);  // distinct ranges
     }
   }
-  const ptq::tensor_ref t{w.data(), {cin, cpg, 2, 2}, "deconv.weight"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {cin, cpg, 2, 2}, "deconv.weight");
   auto r = ptq::ada_kl_calibrate(t, ptq::layer_type::conv_transpose2d, g, true);
   REQUIRE(r);
   REQUIRE(r.value().scale.size() == 6);
@@ -395,7 +395,7 @@ TEST_CASE("kl: ConvTranspose2d with groups maps output channels", "[ada][kl]") {
 TEST_CASE("kl: errors", "[ada][kl]") {
   std::vector<float> w(2 * 3 * 2 * 2, 0.5f);
   w[17] = std::numeric_limits<float>::quiet_NaN();
-  const ptq::tensor_ref t{w.data(), {2, 3, 2, 2}, "conv1.weight"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {2, 3, 2, 2}, "conv1.weight");
   for (bool cw : {true, false}) {
     auto r = ptq::ada_kl_calibrate(t, ptq::layer_type::conv2d, 1, cw);
     REQUIRE_FALSE(r);
@@ -410,19 +410,19 @@ TEST_CASE("kl: errors", "[ada][kl]") {
   auto empty = ptq::kl_init_scale(w.data(), 0, "x");
   REQUIRE_FALSE(empty);
   CHECK(empty.error().code == ptq::errc::empty_tensor);
-  const ptq::tensor_ref none{w.data(), {0, 3, 2, 2}, "conv2.weight"};
+  const ptq::tensor_view none = ptq::view_of(w.data(), {0, 3, 2, 2}, "conv2.weight");
   auto e2 = ptq::ada_kl_calibrate(none, ptq::layer_type::conv2d, 1, true);
   REQUIRE_FALSE(e2);
   CHECK(e2.error().code == ptq::errc::empty_tensor);
 
-  const ptq::tensor_ref bad_rank{w.data(), {24}, "conv3.weight"};
+  const ptq::tensor_view bad_rank = ptq::view_of(w.data(), {24}, "conv3.weight");
   CHECK(ptq::ada_kl_calibrate(bad_rank, ptq::layer_type::conv2d, 1, true).error().code ==
         ptq::errc::shape_mismatch);
 
   // A range whose histogram arithmetic would overflow float32 names the tensor and channel.
   std::vector<float> big(2 * 4, 1.0f);
   big[5] = 1e36f;
-  const ptq::tensor_ref tb{big.data(), {2, 4}, "fc.weight"};
+  const ptq::tensor_view tb = ptq::view_of(big.data(), {2, 4}, "fc.weight");
   auto huge = ptq::ada_kl_calibrate(tb, ptq::layer_type::linear, 1, true);
   REQUIRE_FALSE(huge);
   CHECK(huge.error().code == ptq::errc::out_of_range);

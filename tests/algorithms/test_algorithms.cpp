@@ -103,7 +103,7 @@ TEST_CASE("ARQ: the toolkit's golden vectors", "[algorithms][arq][golden]") {
     w.push_back(0.0f);
     w.push_back(1.0f);
   }
-  const ptq::tensor_ref t{w.data(), {4, 1, 1, 12}, "w"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {4, 1, 1, 12}, "w");
   auto pt = ptq::arq_calibrate(t, ptq::layer_type::conv2d, 1, {8, false});
   REQUIRE(pt.ok());
   REQUIRE(pt.value().scale.size() == 1);
@@ -142,7 +142,7 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups", "[algorithms][arq]") {
     for (int j = 0; j < 3; ++j)
       for (int kk = 0; kk < 2; ++kk)
         w.push_back(static_cast<float>(100 * ci + 10 * j + kk));
-  const ptq::tensor_ref t{w.data(), {4, 3, 2}, "w"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {4, 3, 2}, "w");
   const auto r = ptq_test::rearrange_conv_transpose(t, 2);
   REQUIRE(r.shape() == std::vector<std::size_t>{6, 2, 2});
   // o = gi·3 + j, ci = gi·2 + ci_local
@@ -159,20 +159,21 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups", "[algorithms][arq]") {
     std::vector<float> wt(8 * 6 * 3);
     for (auto& v : wt)
       v = nd(rng);
-    const ptq::tensor_ref native{wt.data(), {8, 6, 3}, "w"};
+    const ptq::tensor_view native = ptq::view_of(wt.data(), {8, 6, 3}, "w");
     auto a = ptq::arq_calibrate(native, ptq::layer_type::conv_transpose1d, groups, {8, true});
     REQUIRE(a.ok());
     REQUIRE(a.value().scale.size() == 6 * groups);
     const auto re = ptq_test::rearrange_conv_transpose(native, groups);
-    const ptq::tensor_ref rows{re.data(), {re.shape()[0], re.shape()[1], re.shape()[2]}, "r"};
+    const ptq::tensor_view rows =
+        ptq::view_of(re.data(), {re.shape()[0], re.shape()[1], re.shape()[2]}, "r");
     auto b = ptq::arq_calibrate(rows, ptq::layer_type::conv1d, 1, {8, true});
     REQUIRE(b.ok());
     CHECK(a.value().scale == b.value().scale);
 
     // fake-quant in the native layout == fake-quant of the rearranged rows, rearranged back
     std::vector<float> fq = wt;
-    REQUIRE(ptq::arq_fake_quantize(fq.data(), native.shape, ptq::layer_type::conv_transpose1d,
-                                   groups, a.value())
+    REQUIRE(ptq::arq_fake_quantize(native, ptq::layer_type::conv_transpose1d, groups, a.value(),
+                                   fq.data())
                 .ok());
     const std::size_t cin_g = 8 / groups, cout_g = 6;
     for (std::size_t ci = 0; ci < 8; ++ci)
@@ -189,7 +190,7 @@ TEST_CASE("ARQ: ConvTranspose rearrangement with groups", "[algorithms][arq]") {
 
 TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
   std::vector<float> w = {0.5f, -0.25f, 0.0f, 0.0f, 0.0f, 0.0f, -2.0f, 1.0f, 0.75f};
-  const ptq::tensor_ref t{w.data(), {3, 3}, "fc.weight"};
+  const ptq::tensor_view t = ptq::view_of(w.data(), {3, 3}, "fc.weight");
   auto r = ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {6, true});
   REQUIRE(r.ok());
   CHECK(r.value().scale == std::vector<float>{0.5f / 31.0f, 1.0f, 2.0f / 32.0f});
@@ -209,13 +210,13 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
   CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {8, true}).error().message ==
         "fc.weight: -Inf at flat index 4");
 
-  const ptq::tensor_ref empty{w.data(), {0, 3}, "e"};
+  const ptq::tensor_view empty = ptq::view_of(w.data(), {0, 3}, "e");
   CHECK(ptq::arq_calibrate(empty, ptq::layer_type::linear, 1, {}).error().code ==
         ptq::errc::empty_tensor);
-  const ptq::tensor_ref rank{w.data(), {9}, "r"};
+  const ptq::tensor_view rank = ptq::view_of(w.data(), {9}, "r");
   CHECK(ptq::arq_calibrate(rank, ptq::layer_type::conv2d, 1, {}).error().code ==
         ptq::errc::shape_mismatch);
-  const ptq::tensor_ref ct{w.data(), {3, 3, 1}, "ct"};
+  const ptq::tensor_view ct = ptq::view_of(w.data(), {3, 3, 1}, "ct");
   CHECK(ptq::arq_calibrate(ct, ptq::layer_type::conv_transpose1d, 2, {}).error().code ==
         ptq::errc::shape_mismatch);
   CHECK(ptq::arq_calibrate(t, ptq::layer_type::linear, 1, {1, true}).error().code ==
@@ -603,8 +604,8 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
     cin_rows(c, x, w, xr, wr);
     const double alpha = alphas[it % 5];
     INFO("case " << it << " op " << ptq::to_string(c.op) << " g " << c.groups);
-    const ptq::tensor_ref xt{x.data(), c.xshape, "x"};
-    const ptq::tensor_ref wt{w.data(), c.wshape, "w"};
+    const ptq::tensor_view xt = ptq::view_of(x.data(), c.xshape, "x");
+    const ptq::tensor_view wt = ptq::view_of(w.data(), c.wshape, "w");
     auto ours = ptq::dmq_factors(xt, wt, c.op, c.groups, {alpha});
     const auto p = plain::dmq(xr, wr, alpha);
     REQUIRE(ours.ok() == !p.error);
@@ -633,14 +634,14 @@ TEST_CASE("DMQ agrees with a plain loop on randomized cases", "[algorithms][dmq]
 
 TEST_CASE("DMQ edge cases and errors", "[algorithms][dmq]") {
   std::vector<float> x(2 * 3, 0.0f), w(4 * 3, 0.5f);
-  const ptq::tensor_ref xt{x.data(), {2, 3}, "x"};
-  const ptq::tensor_ref wt{w.data(), {4, 3}, "w"};
+  const ptq::tensor_view xt = ptq::view_of(x.data(), {2, 3}, "x");
+  const ptq::tensor_view wt = ptq::view_of(w.data(), {4, 3}, "w");
   auto ones = ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.5});
   REQUIRE(ones.ok());  // the toolkit crashes on all-zero activations; ptq gives ones
   CHECK(ones.value() == std::vector<float>{1.0f, 1.0f, 1.0f});
   CHECK(ptq::dmq_factors(xt, wt, ptq::layer_type::linear, 1, {0.9}).error().code ==
         ptq::errc::invalid_argument);
-  const ptq::tensor_ref w4{w.data(), {3, 4}, "w"};
+  const ptq::tensor_view w4 = ptq::view_of(w.data(), {3, 4}, "w");
   CHECK(ptq::dmq_factors(xt, w4, ptq::layer_type::linear, 1, {0.5}).error().code ==
         ptq::errc::shape_mismatch);
   x[5] = std::nanf("");

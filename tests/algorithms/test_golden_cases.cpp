@@ -225,7 +225,7 @@ case_output run_weights(const case_args& a, const std::vector<fs::path>& inputs,
   s.channel_wise =
       a.has("--channel-wise") || (!a.has("--per-tensor") && op != ptq::layer_type::linear);
   const auto groups = static_cast<std::size_t>(a.number("--groups", 1));
-  auto r = ptq::arq_calibrate(ptq::tensor_ref{w.data.data(), w.shape, "weight"}, op, groups, s, k);
+  auto r = ptq::arq_calibrate(ptq::view_of(w.data.data(), w.shape, "weight"), op, groups, s, k);
   case_output out;
   if (!r) {
     out.error = r.error();
@@ -246,8 +246,8 @@ case_output run_balance(const case_args& a, const std::vector<fs::path>& inputs,
   const auto w = load(inputs[1]);
   const auto groups = static_cast<std::size_t>(a.number("--groups", 1));
   const ptq::dmq_settings s{a.number("--alpha", 0.5)};
-  auto r = ptq::dmq_factors(ptq::tensor_ref{act.data.data(), act.shape, "act"},
-                            ptq::tensor_ref{w.data.data(), w.shape, "weight"}, op, groups, s, k);
+  auto r = ptq::dmq_factors(ptq::view_of(act.data.data(), act.shape, "act"),
+                            ptq::view_of(w.data.data(), w.shape, "weight"), op, groups, s, k);
   case_output out;
   if (!r) {
     out.error = r.error();

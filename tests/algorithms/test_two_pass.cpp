@@ -300,7 +300,8 @@ TEST_CASE("channel absmax state: the DMQ absmax of all batches, merged in any gr
           "[two_pass]") {
   const auto& k = ptq::kernels::default_kernels();
   std::vector<float> a = {1, -5, 2, 0.5f, -3, 4}, b = {-7, 1, 0, 2, 6, -1};
-  const ptq::tensor_ref ta{a.data(), {1, 3, 2}, "a"}, tb{b.data(), {1, 3, 2}, "b"};
+  const ptq::tensor_view ta = ptq::view_of(a.data(), {1, 3, 2}, "a");
+  const ptq::tensor_view tb = ptq::view_of(b.data(), {1, 3, 2}, "b");
   ptq::channel_absmax_state one, x, y;
   REQUIRE(observe(one, ta, ptq::layer_type::conv2d, k).ok());
   REQUIRE(observe(one, tb, ptq::layer_type::conv2d, k).ok());
@@ -314,7 +315,7 @@ TEST_CASE("channel absmax state: the DMQ absmax of all batches, merged in any gr
   REQUIRE(back.ok());
   CHECK(back.value().absmax == one.absmax);
   std::vector<float> c = {1, 2};
-  const ptq::tensor_ref tc{c.data(), {1, 2, 1}, "c"};
+  const ptq::tensor_view tc = ptq::view_of(c.data(), {1, 2, 1}, "c");
   CHECK(observe(one, tc, ptq::layer_type::conv2d, k).error().message ==
         "c: 2 input channels, earlier batches had 3");
 }
@@ -350,10 +351,11 @@ TEST_CASE("the state fuzzer's seeds: the good ones read, the bad ones give their
   CHECK(overlap.message == "state: invalid state: IFMR losses: overlapping pieces of block 0");
 }
 
-// Stored values (core/stored_values.hpp): every binary16 value converts exactly, and the IFMR
-// and HFMG observers given float16 batches (converted a block at a time, stored_batch.hpp) give
-// the results and errors of the same observers on the converted float32 batches, bit for bit,
-// for every thread count and for batches that end inside, on and just past a block.
+// Tensor views (core/tensor_view.hpp): every binary16 value converts exactly, and the IFMR and
+// HFMG observers given float16, bfloat16 or strided batches (converted a block at a time,
+// view_blocks.hpp) give the results and errors of the same observers on the converted float32
+// batches, bit for bit, for every thread count and for batches that end inside, on and just past
+// a block.
 namespace {
 
 /// binary16 bits -> value, from the definition: (-1)^s · 2^(e-15) · (1 + m/1024), or
@@ -377,8 +379,12 @@ std::vector<std::uint16_t> random_halves(std::size_t n, std::uint32_t seed) {
   return h;
 }
 
-ptq::stored_values as_stored(const std::vector<std::uint16_t>& h) {
-  return {reinterpret_cast<const char*>(h.data()), h.size(), ptq::stored_type::f16};
+ptq::tensor_view as_stored(const std::vector<std::uint16_t>& h, ptq::dtype type = ptq::dtype::f16) {
+  ptq::tensor_view v;
+  v.data = h.data();
+  v.type = type;
+  v.shape = {h.size()};
+  return v;
 }
 
 std::vector<float> converted(const std::vector<std::uint16_t>& h) {
@@ -425,7 +431,7 @@ TEST_CASE("half_to_float: every binary16 value exactly", "[algorithms][stored]")
   CHECK(out[1] == 5.9604644775390625e-08F);
   CHECK(out[2] == 65504.0F);
   const float f32[] = {1.5F, -2.25F};
-  const ptq::stored_values s{reinterpret_cast<const char*>(f32), 2, ptq::stored_type::f32};
+  const ptq::tensor_view s = ptq::view_of(f32, {2});
   CHECK(s.in_place() == f32);
   CHECK(as_stored(h).in_place() == nullptr);
   CHECK(s.at(1) == -2.25F);
@@ -452,6 +458,57 @@ TEST_CASE("observers on float16 batches: the results of the converted batches",
       check_same(from_halves.finalize(), from_floats.finalize());
     }
   }
+}
+
+TEST_CASE("observers on bfloat16 and strided batches: the results of the converted batches",
+          "[algorithms][stored]") {
+  // A [rows, cols] batch of more than two blocks read transposed ([cols, rows], strides {1,
+  // cols}), and its bits read as bfloat16; against the same values materialized as float32.
+  const std::size_t rows = 1000, cols = 601;
+  const auto h = random_halves(rows * cols, 11);
+  const std::vector<float> x = converted(h);
+  std::vector<float> xt(x.size());
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c)
+      xt[c * rows + r] = x[r * cols + c];
+  ptq::tensor_view transposed = ptq::view_of(x.data(), {cols, rows});
+  transposed.strides = {1, static_cast<std::ptrdiff_t>(cols)};
+  std::vector<float> bf(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i)
+    bf[i] = ptq::bfloat16_to_float(h[i]);
+  for (const auto algo : {ptq::activation_algo::ifmr, ptq::activation_algo::hfmg}) {
+    for (const unsigned threads : {1U, 2U, 3U}) {
+      ptq::activation_settings s;
+      s.algo = algo;
+      s.ifmr.threads = threads;
+      s.hfmg.threads = threads;
+      ptq::activation_observer from_view(s), from_floats(s), from_bf16(s), from_bf_floats(s);
+      REQUIRE(from_view.observe(transposed).ok());
+      REQUIRE(from_floats.observe(xt).ok());
+      REQUIRE(from_bf16.observe(as_stored(h, ptq::dtype::bf16)).ok());
+      REQUIRE(from_bf_floats.observe(bf).ok());
+      INFO("algo " << static_cast<int>(algo) << ", threads " << threads);
+      check_same(from_view.finalize(), from_floats.finalize());
+      check_same(from_bf16.finalize(), from_bf_floats.finalize());
+    }
+  }
+  // A NaN is named at its index in the view's C order, as in the materialized batch.
+  std::vector<float> bad = x;
+  bad[7 * cols + 3] = std::nanf("");
+  ptq::tensor_view bad_t = transposed;
+  bad_t.data = bad.data();
+  ptq::activation_observer o(ptq::activation_settings{});
+  const auto e = o.observe(bad_t);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().message ==
+        "activation batch 1: NaN at flat index " + std::to_string(3 * rows + 7));
+  // A view it cannot read is E909, before anything is kept.
+  bad_t.strides = {1};
+  const auto e909 = o.observe(bad_t);
+  REQUIRE_FALSE(e909.ok());
+  CHECK(e909.error().code == ptq::errc::tensor_view_invalid);
+  CHECK(e909.error().message ==
+        "activation batch 1: 1 strides for a rank-2 shape (one per axis, or none for C order)");
 }
 
 TEST_CASE("observers on float16 batches: the errors of the converted batches",

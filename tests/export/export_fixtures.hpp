@@ -32,7 +32,7 @@ inline ptq::manifest_layer layer(const std::string& name, ptq::layer_type type,
   ptq::manifest_layer m;
   m.desc.name = name;
   m.desc.type = type;
-  m.desc.weight = xt::zeros<float>(shape);
+  m.set_weight(shape, std::vector<float>(ptq::shape_size(shape), 0.0f));
   m.weight_name = name + ".weight";
   return m;
 }

@@ -164,7 +164,7 @@ TEST_CASE("amct deploy: the toolkit's worked example") {
   rec.records.push_back(entry("conv1", 0.0235294f, -128, {0.00412f, 0.00388f, 0.00501f}));
   ptq::model_manifest m;
   auto l = layer("conv1", ptq::layer_type::conv2d, {3, 1, 1, 1});
-  l.desc.bias = xt::xarray<float>{0.5f, -0.25f, 0.013f};
+  l.set_bias({0.5f, -0.25f, 0.013f});
   m.layers.push_back(l);
   auto t = ptq::make_qdq_table(rec, m);
   REQUIRE(t.ok());
@@ -229,7 +229,7 @@ TEST_CASE("amct deploy: ties to even, per-tensor broadcast, FORCE_FP16 s19, DMQ,
   rec.records.push_back(entry("pool", 0.25f, -128, {1.0f}));
   ptq::model_manifest m;
   auto l = layer("fc", ptq::layer_type::linear, {3, 2});
-  l.desc.bias = xt::xarray<float>{0.625f, -0.375f, 0.125f};  // / 0.25: 2.5, -1.5, 0.5
+  l.set_bias({0.625f, -0.375f, 0.125f});  // / 0.25: 2.5, -1.5, 0.5
   m.layers.push_back(l);
   ptq::manifest_layer p;
   p.desc.name = "pool";
@@ -266,7 +266,7 @@ TEST_CASE("amct deploy: an int32 bias overflow is a clear error") {
   rec.records.push_back(entry("conv1", 0.001f, 0, {0.001f}));
   ptq::model_manifest m;
   auto l = layer("conv1", ptq::layer_type::conv2d, {1, 1, 1, 1});
-  l.desc.bias = xt::xarray<float>{1e10f};
+  l.set_bias({1e10f});
   m.layers.push_back(l);
   auto t = ptq::make_qdq_table(rec, m);
   REQUIRE(t.ok());

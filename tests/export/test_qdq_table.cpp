@@ -104,7 +104,7 @@ TEST_CASE("qdq table: a BatchNorm is fused into the deployed bias unless fusion 
   rec.records.push_back(entry("conv1", 0.1f, 0, {0.5f}));
   ptq::model_manifest m;
   auto l = layer("conv1", ptq::layer_type::conv2d, {1, 1, 1, 1});
-  l.desc.bias = xt::xarray<float>{1.0f};
+  l.set_bias({1.0f});
   ptq::batch_norm_params bn;
   bn.weight = {2.0f};
   bn.bias = {0.5f};

@@ -260,9 +260,9 @@ TEST_CASE("ncnn table: what ncnn computes differently is said, per layer (W1221)
   m.layers.back().desc.conv.stride = {2, 2};
   m.layers.push_back(layer("k3six", ptq::layer_type::conv2d, {2, 1, 3, 3}));
   m.layers.push_back(layer("min", ptq::layer_type::conv2d, {2, 2, 1, 1}));
-  m.layers.back().desc.weight(1, 0, 0, 0) = -32.0f;  // -32 / 0.25 = -128
-  m.layers.back().desc.weight(1, 1, 0, 0) = -31.9f;  // rounds to -128 too
-  m.layers.back().desc.weight(0, 1, 0, 0) = -31.8f;  // -127.2: -127
+  // W[1][0] = -32: -32 / 0.25 = -128; W[1][1] = -31.9 rounds to -128 too; W[0][1] = -31.8:
+  // -127.2, -127.
+  m.layers.back().set_weight({2, 2, 1, 1}, {0.0f, -31.8f, -32.0f, -31.9f});
   m.layers.push_back(layer("bn", ptq::layer_type::conv2d, {2, 1, 1, 1}));
   ptq::batch_norm_params bn;
   bn.weight = bn.bias = bn.running_mean = bn.running_var = {1.0f, 1.0f};

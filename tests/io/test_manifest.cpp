@@ -40,10 +40,9 @@ TEST_CASE("manifest: layers, tensors and attributes", "[io][manifest]") {
   const auto& fc = r->layers[0];
   CHECK(fc.desc.name == "fc");
   CHECK(fc.weight_name == "fc.weight");
-  CHECK(fc.desc.weight.shape()[0] == 2);
-  CHECK(fc.desc.weight.shape()[1] == 3);
+  CHECK(fc.desc.weight.shape == std::vector<std::size_t>{2, 3});
   REQUIRE(fc.desc.bias.has_value());
-  const float bias1 = (*fc.desc.bias)(1);
+  const float bias1 = fc.desc.bias->at(1);
   CHECK(bias1 == 2.0f);
   CHECK(fc.flatten);
   CHECK(fc.desc.activation.negative_slope == 0.25f);

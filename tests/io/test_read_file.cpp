@@ -178,13 +178,14 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
   const auto rh = ptq::io::try_read_npy(half);
   REQUIRE(rh.ok());
   CHECK(std::vector<float>(mh.value().data(), mh.value().data() + 4) == rh.value().data);
-  // As stored: nothing converted, values() reads the file's float16 bytes.
+  // As stored: nothing converted, view() reads the file's float16 bytes.
   const auto sh =
       ptq::io::try_map_npy(half, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
   REQUIRE(sh.ok());
   CHECK(sh.value().data() == nullptr);
-  const ptq::stored_values hv = sh.value().values();
-  CHECK(hv.type == ptq::stored_type::f16);
+  const ptq::tensor_view hv = sh.value().view();
+  CHECK(hv.type == ptq::dtype::f16);
+  CHECK(hv.shape == sh.value().shape);
   REQUIRE(hv.size() == 4);
   std::vector<float> from_stored(4);
   hv.convert(0, 4, from_stored.data());
@@ -194,7 +195,7 @@ TEST_CASE("map_npy: read_npy's values in place, float16 and unaligned data conve
       ptq::io::try_map_npy(f32, ptq::default_tensor_file_limit, ptq::io::npy_values::as_stored);
   REQUIRE(sf.ok());
   CHECK(sf.value().zero_copy());
-  CHECK(sf.value().values().in_place() == sf.value().data());
+  CHECK(sf.value().view().in_place() == sf.value().data());
 
   // A header of odd length puts float32 data at an unaligned offset: copied, same values.
   std::string odd = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }  \n";

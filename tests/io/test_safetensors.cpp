@@ -62,16 +62,19 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   x = f.get("d");
   REQUIRE(x.ok());
   CHECK(x->data[0] == 0.5f);
-  // stored(): BF16 and F64 are converted into `owned`, as float32.
+  // view(): BF16 is read where it lies, F64 converted into `owned`, as float32.
   for (const char* name : {"g", "d"}) {
-    const auto st = f.stored(name);
+    const auto st = f.view(name);
     REQUIRE(st.ok());
-    REQUIRE(st->owned.size() == 1);
-    CHECK(st->values.bytes == reinterpret_cast<const char*>(st->owned.data()));
-    CHECK(st->values.type == ptq::stored_type::f32);
-    CHECK(st->values.at(0) == f.get(name).value().data[0]);
+    const bool f64 = name[0] == 'd';
+    CHECK(st->owned.size() == (f64 ? 1U : 0U));
+    CHECK(st->view.type == (f64 ? ptq::dtype::f32 : ptq::dtype::bf16));
+    CHECK(st->view.data == (f64 ? static_cast<const void*>(st->owned.data())
+                                : f.data().data() + f.find(name)->begin));
+    CHECK(st->view.at(0) == f.get(name).value().data[0]);
+    CHECK(st->view.name == name);
   }
-  CHECK(f.stored("i").error().message == f.get("i").error().message);
+  CHECK(f.view("i").error().message == f.get("i").error().message);
   x = f.get("i");
   REQUIRE_FALSE(x.ok());
   CHECK(x.error().code == ptq::errc::unsupported_dtype);
@@ -83,24 +86,24 @@ TEST_CASE("safetensors round trip, F32 and converted dtypes", "[safetensors]") {
   CHECK(x.error().message == "tensor 'missing' is not in the file");
 }
 
-TEST_CASE("view reads F32 in place and converts the rest as get does", "[safetensors]") {
+TEST_CASE("view reads F32, F16 and BF16 where they lie, the values get gives", "[safetensors]") {
   const std::vector<ptq::io::named_tensor> t = {{"a", {2, 2}, {1, 2, 3, 4}}, {"b", {3}, {5, 6, 7}}};
   auto parsed = ptq::io::try_parse_safetensors(ptq::io::format_safetensors(t, {}));
   REQUIRE(parsed.ok());
   const auto f = std::move(parsed).value();
   auto v = f.view("b");
   REQUIRE(v.ok());
-  CHECK(v->shape == std::vector<std::size_t>{3});
+  CHECK(v->view.shape == std::vector<std::size_t>{3});
   CHECK(v->owned.empty());
-  CHECK(static_cast<const void*>(v->data.data()) == f.data().data() + f.find("b")->begin);
-  CHECK(std::vector<float>(v->data.data(), v->data.data() + v->data.size()) ==
-        std::vector<float>{5, 6, 7});
-  const auto moved = std::move(v).value();  // the span survives a move
-  CHECK(moved.data.data()[2] == 7.0f);
+  CHECK(v->view.data == f.data().data() + f.find("b")->begin);
+  CHECK(ptq::copy_values(v->view) == std::vector<float>{5, 6, 7});
+  const auto moved = std::move(v).value();  // the view survives a move
+  CHECK(moved.view.at(2) == 7.0f);
   CHECK(f.view("missing").error().message == f.get("missing").error().message);
 
   // An F32 tensor at an offset that is not a multiple of 4 (8 + 110 header bytes + 1 byte of
-  // padding in the data section), and an F16 one: both converted into `owned`.
+  // padding in the data section), and an F16 one: both read where they lie (the F32 one through
+  // convert(), as its address is not a float's).
   std::string data(1, '\0');
   const float two = 2.0f;
   data.append(reinterpret_cast<const char*>(&two), 4);
@@ -112,21 +115,15 @@ TEST_CASE("view reads F32 in place and converts the rest as get does", "[safeten
   const auto g = std::move(parsed).value();
   for (const char* name : {"f", "h"}) {
     INFO(name);
-    auto c = g.view(name);
-    REQUIRE(c.ok());
-    REQUIRE(c->owned.size() == 1);
-    CHECK(c->data.data() == c->owned.data());
-    CHECK(c->data.data()[0] == g.get(name).value().data[0]);
-    // stored(): both read where they lie, as the file stores them (nothing owned).
-    auto st = g.stored(name);
+    auto st = g.view(name);
     REQUIRE(st.ok());
     CHECK(st->owned.empty());
-    CHECK(st->values.bytes == g.data().data() + g.find(name)->begin);
-    CHECK(st->values.type == (name[0] == 'f' ? ptq::stored_type::f32 : ptq::stored_type::f16));
-    CHECK(st->values.at(0) == g.get(name).value().data[0]);
-    CHECK(st->shape == std::vector<std::size_t>{1});
+    CHECK(st->view.in_place() == nullptr);
+    CHECK(st->view.data == g.data().data() + g.find(name)->begin);
+    CHECK(st->view.type == (name[0] == 'f' ? ptq::dtype::f32 : ptq::dtype::f16));
+    CHECK(st->view.at(0) == g.get(name).value().data[0]);
+    CHECK(st->view.shape == std::vector<std::size_t>{1});
   }
-  CHECK(g.stored("missing").error().message == g.get("missing").error().message);
 }
 
 TEST_CASE("malformed safetensors are clear errors", "[safetensors]") {

@@ -142,10 +142,11 @@ TEST_CASE("every C++ snippet of docs/*.md is a marked region of a compiled sourc
     for (const auto& r : checked)
       regions.push_back(doc + " " + r.file + " " + r.region);
   }
-  // The snippets today: the session, the policy path, the report, the exporters, and the
-  // README's numerics example again.
+  // The snippets today: the layers' tensor views, the session, the policy path, the report, the
+  // exporters, and the README's numerics example again.
   CHECK(regions ==
-        std::vector<std::string>{"docs/calibrate.md examples/session_usage/main.cpp session",
+        std::vector<std::string>{"docs/calibrate.md examples/session_usage/main.cpp layers",
+                                 "docs/calibrate.md examples/session_usage/main.cpp session",
                                  "docs/calibrate.md examples/session_usage/main.cpp policies",
                                  "docs/export.md examples/session_usage/main.cpp export",
                                  "docs/numerics.md examples/session_usage/main.cpp policies",

@@ -13,6 +13,8 @@
 #include "ptq/session/calibration_session.hpp"
 #include "ptq/session/record.hpp"
 
+#include "../support/test_layers.hpp"
+
 namespace {
 
 ptq::amct_config cfg(const std::string& text) {
@@ -30,14 +32,14 @@ xt::xarray<float> wave(std::vector<std::size_t> shape, float freq, float phase, 
 }
 
 // A Conv2d [4, 2, 3, 3] and a Linear [3, 8] (both with AdaRound support).
-std::vector<ptq::layer_desc> layers() {
-  ptq::layer_desc conv;
+std::vector<ptq_test::test_layer> layers() {
+  ptq_test::test_layer conv;
   conv.name = "conv";
   conv.type = ptq::layer_type::conv2d;
   conv.weight = wave({4, 2, 3, 3}, 0.37f, 0.0f, 1.0f);
   conv.bias = xt::xarray<float>{0.1f, -0.2f, 0.3f, 0.0f};
   conv.activation.kind = ptq::activation_kind::relu;
-  ptq::layer_desc fc;
+  ptq_test::test_layer fc;
   fc.name = "fc";
   fc.type = ptq::layer_type::linear;
   fc.weight = wave({3, 8}, 0.71f, 1.0f, 0.5f);
@@ -64,29 +66,28 @@ struct layer_numbers {
 
 // The session's numbers for `text` (batch_num 2).
 std::vector<layer_numbers> session_run(const std::string& text) {
-  auto created = ptq::calibration_session::create(cfg("batch_num: 2 " + text), layers());
+  auto created = ptq_test::create(cfg("batch_num: 2 " + text), layers());
   REQUIRE(created.ok());
   auto s = std::move(created).value();
   REQUIRE(s.quantize_weights().ok());
   for (const auto& name : s.ada_layers()) {
     const auto& x = name == "conv" ? conv_batch(0) : fc_batch(0);
-    REQUIRE(s.quantize_ada(name, ptq::as_tensor_ref(x, name + " input")).ok());
+    REQUIRE(s.quantize_ada(name, ptq::as_tensor_view(x, name + " input")).ok());
   }
   REQUIRE(s.phase() == ptq::session_phase::activations);
   for (int b = 0; b < 2; ++b) {
-    REQUIRE(s.feed("conv", ptq::as_tensor_ref(conv_batch(b))).ok());
-    REQUIRE(s.feed("fc", ptq::as_tensor_ref(fc_batch(b))).ok());
+    REQUIRE(s.feed("conv", ptq::as_tensor_view(conv_batch(b))).ok());
+    REQUIRE(s.feed("fc", ptq::as_tensor_view(fc_batch(b))).ok());
   }
   REQUIRE(s.phase() == ptq::session_phase::done);
   std::vector<layer_numbers> out;
   for (const auto& l : s.layers()) {
-    out.push_back({std::vector<float>(l.desc.weight.begin(), l.desc.weight.end()), *l.weight_params,
-                   *l.activation_params});
+    out.push_back({ptq_test::values(l.desc.weight), *l.weight_params, *l.activation_params});
   }
   return out;
 }
 
-ptq::ada_problem problem_of(const ptq::layer_desc& d, const xt::xarray<float>& x) {
+ptq::ada_problem problem_of(const ptq_test::test_layer& d, const xt::xarray<float>& x) {
   ptq::ada_problem p;
   p.name = d.name;
   p.geometry.type = d.type;
@@ -128,7 +129,7 @@ std::vector<layer_numbers> direct_run(const typename W::settings& conv_w,
     } else {
       n.weight.assign(d.weight.begin(), d.weight.end());
       std::vector<std::size_t> shape(d.weight.shape().begin(), d.weight.shape().end());
-      auto r = c.quantize_weights(n.weight.data(), shape, d.type, 1);
+      auto r = c.quantize_weights(ptq::view_of(n.weight.data(), shape), d.type, 1, n.weight.data());
       REQUIRE(r.ok());
       n.weight_params = r.value();
     }
@@ -297,13 +298,13 @@ TEST_CASE("make_layer_calibrator turns the config's algorithms into the instanti
 namespace {
 /// The session's record text for `text` (batch_num 2) on the two layers.
 std::string session_record_text(const std::string& text) {
-  auto created = ptq::calibration_session::create(cfg("batch_num: 2 " + text), layers());
+  auto created = ptq_test::create(cfg("batch_num: 2 " + text), layers());
   REQUIRE(created.ok());
   auto s = std::move(created).value();
   REQUIRE(s.quantize_weights().ok());
   for (int b = 0; b < 2; ++b) {
-    REQUIRE(s.feed("conv", ptq::as_tensor_ref(conv_batch(b))).ok());
-    REQUIRE(s.feed("fc", ptq::as_tensor_ref(fc_batch(b))).ok());
+    REQUIRE(s.feed("conv", ptq::as_tensor_view(conv_batch(b))).ok());
+    REQUIRE(s.feed("fc", ptq::as_tensor_view(fc_batch(b))).ok());
   }
   return ptq::write_record(s.record().value());
 }
@@ -326,7 +327,7 @@ std::string policy_record_text(bool force_fp16) {
     CHECK(c.observer().settings().threads == 2);
     std::vector<float> w(d.weight.begin(), d.weight.end());
     const std::vector<std::size_t> shape(d.weight.shape().begin(), d.weight.shape().end());
-    REQUIRE(c.quantize_weights(w.data(), shape, d.type, 1).ok());
+    REQUIRE(c.quantize_weights(ptq::view_of(w.data(), shape), d.type, 1, w.data()).ok());
     for (int b = 0; b < 2; ++b) {
       const auto& x = i == 0 ? conv_batch(b) : fc_batch(b);
       REQUIRE(c.observe(x.data(), x.size()).ok());

@@ -27,14 +27,14 @@ ptq::manifest_layer layer(const std::string& name, ptq::layer_type type) {
 ptq::model_manifest small_model() {
   ptq::model_manifest model;
   auto conv = layer("conv", ptq::layer_type::conv2d);
-  conv.desc.weight = xt::xarray<float>{{{{1, 2}, {3, 4}}}, {{{-1, 0}, {0, 1}}}};
-  conv.desc.bias = xt::xarray<float>{0.5f, -1.0f};
+  conv.set_weight({2, 1, 2, 2}, {1, 2, 3, 4, -1, 0, 0, 1});
+  conv.set_bias({0.5f, -1.0f});
   conv.desc.activation.kind = ptq::activation_kind::relu;
   auto pool = layer("pool", ptq::layer_type::avg_pool2d);
   pool.kernel_size = {2};
   auto fc = layer("fc", ptq::layer_type::linear);
-  fc.desc.weight = xt::xarray<float>{{1, -1}, {0.5f, 0.5f}};
-  fc.desc.bias = xt::xarray<float>{0.0f, 1.0f};
+  fc.set_weight({2, 2}, {1, -1, 0.5f, 0.5f});
+  fc.set_bias({0.0f, 1.0f});
   fc.flatten = true;
   model.layers = {conv, pool, fc};
   return model;
@@ -79,7 +79,7 @@ TEST_CASE("forward_sequential: conv, pool and linear by hand", "[session][forwar
   CHECK(ptq::batch_rows(three, 2, 9).data == std::vector<float>{5, 6});  // cut to the rows
   CHECK(ptq::batch_rows(three, 5, 9).shape == std::vector<std::size_t>{0, 2});
   CHECK(ptq::top1_classes(ptq::io::float_tensor{{2}, {1, 2}}).empty());  // not [N, K]
-  const auto ref = ptq::batch_ref(image, "image");
+  const auto ref = ptq::batch_view(image, "image");
   CHECK(ref.data == image.data.data());
   CHECK(ref.name == "image");
 }
@@ -120,7 +120,7 @@ TEST_CASE("forward_sequential refuses what it cannot run, naming the layer", "[s
   }
   SECTION("a description the session would refuse") {
     auto other = model;
-    other.layers[2].desc.bias = xt::xarray<float>{1.0f, 2.0f, 3.0f};
+    other.layers[2].set_bias({1.0f, 2.0f, 3.0f});
     const auto y = ptq::forward_sequential(other, descs_of(other), image, 1);
     REQUIRE_FALSE(y.ok());
     CHECK(y.error().code == ptq::errc::session_layer_invalid);

@@ -19,6 +19,8 @@
 #include "ptq/session/record.hpp"
 #include "ptq/session/shard_exchange.hpp"
 
+#include "../support/test_layers.hpp"
+
 namespace {
 
 /// The meeting point of R threads: gather and broadcast over shared slots and a barrier.
@@ -79,14 +81,14 @@ ptq::amct_config cfg(const std::string& text) {
 }
 
 // A conv [4, 2, 3, 3] and a Linear [3, 8], inputs of fixed shapes.
-std::vector<ptq::layer_desc> layers() {
-  ptq::layer_desc conv;
+std::vector<ptq_test::test_layer> layers() {
+  ptq_test::test_layer conv;
   conv.name = "conv";
   conv.type = ptq::layer_type::conv2d;
   conv.weight = xt::xarray<float>::from_shape({4, 2, 3, 3});
   for (std::size_t i = 0; i < conv.weight.size(); ++i)
     conv.weight.data()[i] = std::sin(static_cast<float>(i) * 0.37f);
-  ptq::layer_desc fc;
+  ptq_test::test_layer fc;
   fc.name = "fc";
   fc.type = ptq::layer_type::linear;
   fc.weight = xt::xarray<float>::from_shape({3, 8});
@@ -106,15 +108,15 @@ xt::xarray<float> batch(const std::string& layer, std::size_t b) {
 }
 
 std::string one_process(const std::string& text) {
-  auto made = ptq::calibration_session::create(cfg(text), layers());
+  auto made = ptq_test::create(cfg(text), layers());
   REQUIRE(made.ok());
   auto s = std::move(made).value();
   for (const auto& name : s.dmq_layers())
-    REQUIRE(s.feed_dmq(name, ptq::as_tensor_ref(batch(name, 0))).ok());
+    REQUIRE(s.feed_dmq(name, ptq::as_tensor_view(batch(name, 0))).ok());
   REQUIRE(s.quantize_weights().ok());
   for (std::size_t b = 0; b < s.plan().batch_num; ++b) {
     for (const char* name : {"conv", "fc"})
-      REQUIRE(s.feed(name, ptq::as_tensor_ref(batch(name, b))).ok());
+      REQUIRE(s.feed(name, ptq::as_tensor_view(batch(name, b))).ok());
   }
   auto rec = s.record();
   REQUIRE(rec.ok());
@@ -127,13 +129,13 @@ std::string run_rank(const std::string& text, std::size_t r, std::size_t ranks, 
                      std::size_t bad_rank) {
   ptq::session_options opt;
   opt.activation = {ptq::activation_mode::kind::sharded, {r, ranks}};
-  auto made = ptq::calibration_session::create(cfg(text), layers(), opt);
+  auto made = ptq_test::create(cfg(text), layers(), opt);
   if (!made)
     return "create failed";
   auto s = std::move(made).value();
   thread_comm comm{&group, r};
   for (const auto& name : s.dmq_layers()) {  // every rank: the factors from batch 0
-    if (!s.feed_dmq(name, ptq::as_tensor_ref(batch(name, 0))))
+    if (!s.feed_dmq(name, ptq::as_tensor_view(batch(name, 0))))
       return "feed_dmq failed";
   }
   if (!s.quantize_weights())
@@ -147,7 +149,7 @@ std::string run_rank(const std::string& text, std::size_t r, std::size_t ranks, 
         if (r == bad_rank && pass == 1 && i == 0)
           x.data()[3] = std::numeric_limits<float>::quiet_NaN();
         if (local)
-          local = s.feed(name, ptq::as_tensor_ref(x));
+          local = s.feed(name, ptq::as_tensor_view(x));
       }
     }
     if (auto st = ptq::exchange_shard_states(s, comm, local); !st)
@@ -214,21 +216,21 @@ TEST_CASE("a rank that fails makes every rank fail with its error", "[session][s
 TEST_CASE("sharded session misuse is a clear error", "[session][shard][errors]") {
   ptq::session_options opt;
   opt.activation = {ptq::activation_mode::kind::sharded, {3, 3}};
-  auto bad = ptq::calibration_session::create(cfg(""), layers(), opt);
+  auto bad = ptq_test::create(cfg(""), layers(), opt);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == ptq::errc::shard_invalid);
   CHECK(bad.error().message == "session_options::activation: rank 3 of 3 ranks");
 
   opt.activation = {ptq::activation_mode::kind::sharded, {1, 2}};
-  auto made = ptq::calibration_session::create(cfg("batch_num: 1"), layers(), opt);
+  auto made = ptq_test::create(cfg("batch_num: 1"), layers(), opt);
   REQUIRE(made.ok());
   auto s = std::move(made).value();
   REQUIRE(s.quantize_weights().ok());
-  const auto none = s.feed("conv", ptq::as_tensor_ref(batch("conv", 0)));
+  const auto none = s.feed("conv", ptq::as_tensor_view(batch("conv", 0)));
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message == "conv: rank 1 of 2 has none of the 1 batch(es)");
 
-  auto plain = ptq::calibration_session::create(cfg(""), layers());
+  auto plain = ptq_test::create(cfg(""), layers());
   REQUIRE(plain.ok());
   const auto not_sharded = plain.value().shard_states();
   REQUIRE_FALSE(not_sharded.ok());
@@ -237,17 +239,17 @@ TEST_CASE("sharded session misuse is a clear error", "[session][shard][errors]")
         "activation_mode::kind::sharded)");
 
   opt.activation = {ptq::activation_mode::kind::sharded, {0, 2}};
-  auto two = ptq::calibration_session::create(cfg("batch_num: 4"), layers(), opt);
+  auto two = ptq_test::create(cfg("batch_num: 4"), layers(), opt);
   REQUIRE(two.ok());
   auto t = std::move(two).value();
   REQUIRE(t.quantize_weights().ok());
-  REQUIRE(t.feed("conv", ptq::as_tensor_ref(batch("conv", 0))).ok());
+  REQUIRE(t.feed("conv", ptq::as_tensor_view(batch("conv", 0))).ok());
   const auto early = t.shard_states();
   REQUIRE_FALSE(early.ok());
   CHECK(early.error().message ==
         "exchange after pass 1: layer 'conv' was fed 1 of this rank's 2 batch(es)");
-  REQUIRE(t.feed("conv", ptq::as_tensor_ref(batch("conv", 2))).ok());
-  const auto third = t.feed("conv", ptq::as_tensor_ref(batch("conv", 0)));
+  REQUIRE(t.feed("conv", ptq::as_tensor_view(batch("conv", 2))).ok());
+  const auto third = t.feed("conv", ptq::as_tensor_view(batch("conv", 0)));
   REQUIRE_FALSE(third.ok());
   CHECK(third.error().message ==
         "conv: this rank fed its 2 batch(es) of pass 1; exchange the states "

@@ -14,7 +14,7 @@
 
 #include "../support/run_cli.hpp"
 #include "ptq/config/api.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/io/safetensors.hpp"
 #include "ptq/session/record.hpp"
 

@@ -19,7 +19,7 @@
 #include "../support/half_npy.hpp"
 #include "../support/run_cli.hpp"
 #include "ptq/core/fp16.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/io/npy.hpp"
 
 namespace {

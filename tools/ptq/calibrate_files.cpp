@@ -85,17 +85,14 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
     return parsed.error();
   model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
   // The session gets the layers. Only the exporters read the manifest's float weights after
-  // this (the rest of the run names layers and tensors), so without --export each weight moves
-  // to the session instead of being copied.
+  // this (the rest of the run names layers and tensors), so without --export the session
+  // quantizes each weight where the manifest holds it instead of copying it.
   const bool keep_float_weights = !a.exports.empty();
   std::vector<ptq::layer_desc> descs;
   for (auto& m : f.model.layers) {
-    xt::xarray<float> weight;
-    if (!keep_float_weights)
-      weight = std::move(m.desc.weight);
     descs.push_back(m.desc);
-    if (!keep_float_weights)
-      descs.back().weight = std::move(weight);
+    if (!keep_float_weights && m.weight_values)  // the manifest's own: no one else reads it
+      descs.back().weight_out = m.weight_values->data();
   }
   lap("load");
   auto created =

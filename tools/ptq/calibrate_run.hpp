@@ -72,9 +72,8 @@ inline ptq_cli::calibration_layers calibration_of(const ptq::calibration_session
       continue;
     ptq_cli::calibrated_layer c;
     c.fused = l.fused;
-    c.weight.assign(l.desc.weight.begin(), l.desc.weight.end());
-    if (l.desc.bias)
-      c.bias.assign(l.desc.bias->begin(), l.desc.bias->end());
+    c.weight = ptq::copy_values(l.desc.weight);
+    c.bias = l.bias_storage;
     out.emplace(l.desc.name, std::move(c));
   }
   return out;

@@ -22,14 +22,16 @@ int run_balance(const balance_options& o) {
   auto op = ptq_cli::parse_layer_type(o.type, cmd);
   if (!op)
     return ptq_cli::exit_error;
-  auto a = ptq_cli::load_tensor(o.act, cmd);
+  auto a = ptq_cli::load_tensor(o.act, cmd, ptq::io::npy_values::as_stored);
   if (!a)
     return ptq_cli::exit_error;
-  auto w = ptq_cli::load_tensor(o.weight, cmd);
+  auto w = ptq_cli::load_tensor(o.weight, cmd, ptq::io::npy_values::as_stored);
   if (!w)
     return ptq_cli::exit_error;
-  const ptq::tensor_ref act{a->data(), a->shape, o.act};
-  const ptq::tensor_ref wt{w->data(), w->shape, o.weight};
+  ptq::tensor_view act = a->view();  // float16 is read where it lies
+  act.name = o.act;
+  ptq::tensor_view wt = w->view();
+  wt.name = o.weight;
   auto f = ptq::dmq_factors(act, wt, *op, o.groups, ptq::dmq_settings{o.alpha},
                             ptq_cli::numeric_kernels());
   if (!f)

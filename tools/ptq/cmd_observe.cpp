@@ -106,7 +106,7 @@ int run_observe(const observe_options& o) {
     ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
     obs.reserve(total);
     for (std::size_t b = 0; b < mapped.size(); ++b) {
-      auto st = obs.observe(mapped[b].values());
+      auto st = obs.observe(mapped[b].view());
       if (!st)
         return ptq_cli::numeric_fail(cmd, st.error(), o.batches[b]);
     }

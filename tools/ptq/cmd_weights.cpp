@@ -34,21 +34,22 @@ int run_weights(const weights_options& o) {
         !st)
       return ptq_cli::numeric_fail(cmd, st.error());
   }
-  auto t = ptq_cli::load_tensor(o.weight, cmd);
+  auto t = ptq_cli::load_tensor(o.weight, cmd, ptq::io::npy_values::as_stored);
   if (!t)
     return ptq_cli::exit_error;
   ptq::arq_settings s;
   s.bits = o.bits;
   // The type's default (CHANNEL_WISE_TYPES, ptq/core/layer_type.hpp): per channel except Linear.
   s.channel_wise = o.channel_wise || (!o.per_tensor && *op != ptq::layer_type::linear);
-  const ptq::tensor_ref w{t->data(), t->shape, o.weight};
+  ptq::tensor_view w = t->view();  // float16 is read where it lies
+  w.name = o.weight;
   auto r = ptq::arq_calibrate(w, *op, o.groups, s, ptq_cli::numeric_kernels());
   if (!r)
     return ptq_cli::numeric_fail(cmd, r.error());
   if (!o.fake_quant_out.empty()) {
-    std::vector<float> fq(t->data(), t->data() + t->size());
-    auto st = ptq::arq_fake_quantize(fq.data(), t->shape, *op, o.groups, r.value(),
-                                     ptq_cli::numeric_kernels());
+    std::vector<float> fq(w.size());
+    auto st =
+        ptq::arq_fake_quantize(w, *op, o.groups, r.value(), fq.data(), ptq_cli::numeric_kernels());
     if (!st)
       return ptq_cli::numeric_fail(cmd, st.error());
     const auto* bytes = reinterpret_cast<const char*>(fq.data());

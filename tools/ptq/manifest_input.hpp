@@ -1,5 +1,5 @@
 // The manifest of `--model` (or the bundled one), read over the tensors of the weights file.
-// Apart from input_files.hpp: the manifest brings the library's layer types and xtensor.
+// Apart from input_files.hpp: the manifest brings the library's layer types and algorithms.
 #pragma once
 
 #include <string>

@@ -45,8 +45,8 @@ class activation_observer {
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
     return std::visit([&](auto& o) { return o.observe(x, n); }, obs_);
   }
-  /// One batch of stored values (a mapped float16 file, say), converted as the observer needs.
-  [[nodiscard]] result<> observe(const stored_values& v) {
+  /// One batch in any layout a tensor_view reads, converted as the observer needs.
+  [[nodiscard]] result<> observe(const tensor_view& v) {
     return std::visit([&](auto& o) { return o.observe(v); }, obs_);
   }
   template <class C>
@@ -99,7 +99,7 @@ struct weight_settings {
 /// Weight calibration by runtime algorithm: the quant params (scale_w / offset_w). For ADA these
 /// are the KL initial scales; the learned rounding needs data (`ada_round`).
 [[nodiscard]] inline result<weight_quant_result> calibrate_weights(
-    const weight_settings& s, const tensor_ref& w, layer_type op, std::size_t groups,
+    const weight_settings& s, const tensor_view& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   return with_weight_policy(s.algo, [&](auto policy) {
     using policy_t = decltype(policy);

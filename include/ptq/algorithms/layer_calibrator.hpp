@@ -117,37 +117,34 @@ class layer_calibrator {
     return layer_calibrator(std::move(ws), as, k, plan.name);
   }
 
-  /// ARQ: calibrates the weight `w` (native layout, `shape`) and fake-quantizes it in place;
-  /// returns scale_w / offset_w.
+  /// ARQ: calibrates the weight `w` (native layout, in any layout a tensor_view reads) and
+  /// writes it fake-quantized into `out` (float32 in C order, w.size() values: the weight's own
+  /// memory when it is float32 in C order, so it is quantized where it lies, or a buffer the
+  /// caller gives); returns scale_w / offset_w.
   template <class W = WeightPolicy, std::enable_if_t<!W::needs_samples, int> = 0>
-  [[nodiscard]] result<weight_quant_result> quantize_weights(float* w,
-                                                             const std::vector<std::size_t>& shape,
-                                                             layer_type op, std::size_t groups) {
-    auto p = calibrate_weights(w, shape, op, groups);
+  [[nodiscard]] result<weight_quant_result> quantize_weights(const tensor_view& w, layer_type op,
+                                                             std::size_t groups, float* out) {
+    auto p = calibrate_weights(w, op, groups);
     if (!p)
       return p;
-    if (auto st = fake_quantize_weights(w, shape, op, groups, p.value()); !st)
+    if (auto st = fake_quantize_weights(w, op, groups, p.value(), out); !st)
       return st.error();
     weights_ = p.value();
     return p;
   }
   /// quantize_weights in two steps, for a caller that checks every layer before changing any:
-  /// scale_w / offset_w of `w` (not changed), ...
+  /// scale_w / offset_w of `w`, ...
   template <class W = WeightPolicy, std::enable_if_t<!W::needs_samples, int> = 0>
-  [[nodiscard]] result<weight_quant_result> calibrate_weights(const float* w,
-                                                              const std::vector<std::size_t>& shape,
-                                                              layer_type op,
+  [[nodiscard]] result<weight_quant_result> calibrate_weights(const tensor_view& w, layer_type op,
                                                               std::size_t groups) const {
-    return W::calibrate(tensor_ref{w, shape, name_ + ".weight"}, op, groups, ws_, k_);
+    return W::calibrate(weight_named(w), op, groups, ws_, k_);
   }
-  /// ... then `w` fake-quantized in place with them.
+  /// ... then `w` fake-quantized with them into `out` (as quantize_weights).
   template <class W = WeightPolicy, std::enable_if_t<!W::needs_samples, int> = 0>
-  [[nodiscard]] result<> fake_quantize_weights(float* w, const std::vector<std::size_t>& shape,
-                                               layer_type op, std::size_t groups,
-                                               const weight_quant_result& p) const {
-    if (auto st = arq_fake_quantize(w, shape, op, groups, p, k_); !st)
-      return make_error(st.error().code, name_ + ".weight: " + st.error().message);
-    return {};
+  [[nodiscard]] result<> fake_quantize_weights(const tensor_view& w, layer_type op,
+                                               std::size_t groups, const weight_quant_result& p,
+                                               float* out) const {
+    return arq_fake_quantize(weight_named(w), op, groups, p, out, k_);
   }
 
   /// ADA: learns the rounding of the layer `p` from its samples; returns the KL scales and the
@@ -165,8 +162,9 @@ class layer_calibrator {
   void reserve_activation(std::size_t values) { observer_.reserve(values); }
   /// One activation batch (flattened).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) { return observer_.observe(x, n); }
-  /// One batch as a file stores it (float16 converted a block at a time, not as a whole copy).
-  [[nodiscard]] result<> observe(const stored_values& v) { return observer_.observe(v); }
+  /// One batch in any layout a tensor_view reads (float16, bfloat16 or strided values are
+  /// converted a block at a time, never as a whole copy).
+  [[nodiscard]] result<> observe(const tensor_view& v) { return observer_.observe(v); }
   /// scale_d / offset_d from the batches observed (float16-rounded with force_fp16). It changes
   /// nothing, so a training loop may ask after any batch and go on observing.
   [[nodiscard]] result<activation_quant_result> finalize() const {
@@ -205,6 +203,12 @@ class layer_calibrator {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
+  /// `w` named as the layer's weight in messages ("<name>.weight").
+  [[nodiscard]] tensor_view weight_named(tensor_view w) const {
+    w.name = name_ + ".weight";
+    return w;
+  }
+
   template <class S>
   [[nodiscard]] static S with_threads(S s, unsigned threads) {
     if constexpr (std::is_same_v<S, activation_settings_type> || needs_samples)

@@ -68,7 +68,7 @@ struct arq {
   }
 
   [[nodiscard]] static result<weight_quant_result> calibrate(
-      const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
+      const tensor_view& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return arq_calibrate(w, op, groups, s, k);
   }
@@ -108,7 +108,7 @@ struct ada {
 
   /// The quant params alone: the KL initial scales (docs/ada.md, Initial scale).
   [[nodiscard]] static result<weight_quant_result> calibrate(
-      const tensor_ref& w, layer_type op, std::size_t groups, const settings& s,
+      const tensor_view& w, layer_type op, std::size_t groups, const settings& s,
       const kernels::kernel_set& k = kernels::default_kernels()) {
     return ada_kl_calibrate(w, op, groups, s.channel_wise, k);
   }

@@ -82,6 +82,7 @@
   X(out_of_range, 906)                    \
   X(no_data, 907)                         \
   X(empty_result, 908)                    \
+  X(tensor_view_invalid, 909)             \
   X(file_open_failed, 1001)               \
   X(not_a_file, 1002)                     \
   X(file_too_large, 1003)                 \

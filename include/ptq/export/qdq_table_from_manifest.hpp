@@ -76,16 +76,19 @@ inline void count_codes_at_qmin(qdq_layer& l, const qdq_weight& w, const std::ve
 [[nodiscard]] inline result<> add_manifest_weight(qdq_layer& l, qdq_weight& w,
                                                   const manifest_layer& m, const qdq_options& opt) {
   const std::string& name = l.name;
-  w.shape.assign(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
-  if (m.desc.bias)
-    l.bias.assign(m.desc.bias->begin(), m.desc.bias->end());
+  w.shape = m.desc.weight.shape;
+  if (m.desc.bias) {
+    l.bias.resize(m.desc.bias->size());
+    m.desc.bias->convert(0, l.bias.size(), l.bias.data());
+  }
   l.kernel.assign(
       w.shape.begin() + std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(w.shape.size())),
       w.shape.end());
   bool fuse = opt.fuse_batch_norm && m.desc.batch_norm.has_value();
   for (const auto& s : opt.skip_fusion_layers)
     fuse = fuse && s != name;
-  std::vector<float> wv(m.desc.weight.begin(), m.desc.weight.end());
+  std::vector<float> wv(m.desc.weight.size());
+  m.desc.weight.convert(0, wv.size(), wv.data());
   if (fuse) {
     auto f = fuse_conv_bn(wv, l.bias, l.cout, *m.desc.batch_norm, name);
     if (!f)

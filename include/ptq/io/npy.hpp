@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/io/atomic_file.hpp"
 #include "ptq/io/read_file.hpp"
 
@@ -109,9 +109,13 @@ struct npy_header {
   std::size_t data_offset = 0;  ///< where the values start
   std::size_t count = 0;        ///< number of values (product of shape)
 
-  /// The values in `bytes`, the file's bytes this header was parsed from.
-  [[nodiscard]] stored_values values(std::string_view bytes) const noexcept {
-    return {bytes.data() + data_offset, count, item == 4 ? stored_type::f32 : stored_type::f16};
+  /// The values in `bytes`, the file's bytes this header was parsed from, where they lie.
+  [[nodiscard]] tensor_view view(std::string_view bytes) const {
+    tensor_view v;
+    v.data = bytes.data() + data_offset;
+    v.type = item == 4 ? dtype::f32 : dtype::f16;
+    v.shape = shape;
+    return v;
   }
 };
 
@@ -287,7 +291,7 @@ struct npy_dict {
   out.shape = std::move(h.shape);
   out.descr = std::move(h.descr);
   out.data.resize(h.count);
-  h.values(bytes).convert(0, h.count, out.data.data());
+  h.view(bytes).convert(0, h.count, out.data.data());
   return out;
 }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/io/mapped_file.hpp"
 #include "ptq/io/npy.hpp"
 
@@ -25,11 +25,11 @@ namespace io {
 /// is not a multiple of 4).
 enum class npy_values : std::uint8_t {
   as_float32,  ///< converted into an owned float32 buffer when mapped: data() always works
-  as_stored,   ///< left in the file: values() has them, a consumer converts them in blocks
+  as_stored,   ///< left in the file: view() has them, a consumer converts them in blocks
 };
 
 /// A .npy file's values, read in place when the file holds aligned float32. Owns the mapping;
-/// data() and values() stay valid while the view lives (moves keep them valid).
+/// data() and view() stay valid while the npy_view lives (moves keep them valid).
 class npy_view {
  public:
   std::vector<std::size_t> shape;
@@ -39,18 +39,24 @@ class npy_view {
   [[nodiscard]] const float* data() const noexcept {
     if (!converted_.empty() || count_ == 0)
       return converted_.data();
-    return values().in_place();
+    return view().in_place();
   }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   /// The values as the file stores them, or the converted float32 ones (as_float32).
-  [[nodiscard]] stored_values values() const noexcept {
-    if (!converted_.empty())
-      return {reinterpret_cast<const char*>(converted_.data()), count_, stored_type::f32};
-    return {file_.bytes().data() + offset_, count_, type_};
+  [[nodiscard]] tensor_view view() const {
+    tensor_view v;
+    v.shape = shape;
+    if (!converted_.empty()) {
+      v.data = converted_.data();
+      return v;
+    }
+    v.data = file_.bytes().data() + offset_;
+    v.type = type_;
+    return v;
   }
   /// True when data() points into the file's mapping (no copy was made).
   [[nodiscard]] bool zero_copy() const noexcept {
-    return file_.is_mapped() && converted_.empty() && values().in_place() != nullptr;
+    return file_.is_mapped() && converted_.empty() && data() != nullptr;
   }
 
   /// Checks the header of `file`'s bytes and views its values (converting them when `mode` is
@@ -61,13 +67,13 @@ class npy_view {
     if (!header)
       return header.error();
     npy_header& h = header.value();
+    const tensor_view stored = h.view(file.bytes());
     npy_view out;
     out.shape = std::move(h.shape);
     out.descr = std::move(h.descr);
     out.count_ = h.count;
     out.offset_ = h.data_offset;
-    out.type_ = h.item == 4 ? stored_type::f32 : stored_type::f16;
-    const stored_values stored = h.values(file.bytes());
+    out.type_ = stored.type;
     if (mode == npy_values::as_float32 && h.count > 0 && stored.in_place() == nullptr) {
       out.converted_.resize(h.count);
       stored.convert(0, h.count, out.converted_.data());
@@ -82,7 +88,7 @@ class npy_view {
   std::vector<float> converted_;
   std::size_t offset_ = 0;
   std::size_t count_ = 0;
-  stored_type type_ = stored_type::f32;
+  dtype type_ = dtype::f32;
 };
 
 /// Maps a .npy file (float32 or float16, C order) and views its values as float32; files above

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptq/core/error.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/detail/json_parse.hpp"
 #include "ptq/io/atomic_file.hpp"
 #include "ptq/io/mapped_file.hpp"
@@ -49,43 +49,19 @@ struct float_tensor {
   std::vector<float> data;
 };
 
-/// Contiguous float32 values another object owns.
-struct float_span {
-  const float* ptr = nullptr;
-  std::size_t count = 0;
-  [[nodiscard]] const float* data() const noexcept { return ptr; }
-  [[nodiscard]] std::size_t size() const noexcept { return count; }
-};
-
-/// A float32 tensor read where it lies in the mapped file, or converted into `owned` when its
-/// bytes cannot be used in place (another dtype, or an offset that is not a multiple of 4).
-/// `data` stays valid while the file and this view live. Move-only (a copy would point into
-/// the original's `owned`).
-struct float_tensor_view {
-  std::vector<std::size_t> shape;
-  float_span data;
+/// A tensor of the file as a tensor_view: F32, F16 and BF16 read where they lie in the mapped
+/// file, F64 converted into `owned`. `view` stays valid while the file and this object live.
+/// Move-only (a copy would point into the original's `owned`).
+struct file_tensor {
+  tensor_view view;
   std::vector<float> owned;
 
-  float_tensor_view() = default;
-  float_tensor_view(float_tensor_view&&) noexcept = default;
-  float_tensor_view& operator=(float_tensor_view&&) noexcept = default;
-  float_tensor_view(const float_tensor_view&) = delete;
-  float_tensor_view& operator=(const float_tensor_view&) = delete;
-};
-
-/// A tensor's values as the file stores them (F32 or F16, read where they lie: float16 is
-/// converted a block at a time by whoever consumes them), or converted into `owned` (BF16, F64).
-/// `values` stays valid while the file and this view live. Move-only, as float_tensor_view.
-struct stored_tensor_view {
-  std::vector<std::size_t> shape;
-  stored_values values;
-  std::vector<float> owned;
-
-  stored_tensor_view() = default;
-  stored_tensor_view(stored_tensor_view&&) noexcept = default;
-  stored_tensor_view& operator=(stored_tensor_view&&) noexcept = default;
-  stored_tensor_view(const stored_tensor_view&) = delete;
-  stored_tensor_view& operator=(const stored_tensor_view&) = delete;
+  file_tensor() = default;
+  file_tensor(file_tensor&&) noexcept = default;
+  file_tensor& operator=(file_tensor&&) noexcept = default;
+  file_tensor(const file_tensor&) = delete;
+  file_tensor& operator=(const file_tensor&) = delete;
+  ~file_tensor() = default;
 };
 
 /// A parsed safetensors file: entries in data order, the metadata, and the file's bytes
@@ -107,17 +83,13 @@ struct safetensors_file {
     return nullptr;
   }
 
-  /// The named tensor as float32: errc::tensor_not_found when it is missing,
+  /// The named tensor as float32 (a copy): errc::tensor_not_found when it is missing,
   /// errc::unsupported_dtype when it is not a floating-point tensor.
   [[nodiscard]] result<float_tensor> get(std::string_view name) const;
 
-  /// The named tensor as float32 without a copy when it is F32 at an aligned offset (the usual
-  /// case), else converted as by get(); the same errors as get().
-  [[nodiscard]] result<float_tensor_view> view(std::string_view name) const;
-
-  /// The named tensor as stored when it is F32 or F16 (no copy), else converted as by get();
-  /// the same errors as get().
-  [[nodiscard]] result<stored_tensor_view> stored(std::string_view name) const;
+  /// The named tensor where it lies (F32, F16, BF16; F64 converted to float32), named as in the
+  /// file; the same errors as get().
+  [[nodiscard]] result<file_tensor> view(std::string_view name) const;
 };
 
 namespace detail {
@@ -136,83 +108,46 @@ namespace detail {
 
 }  // namespace detail
 
-inline result<float_tensor> safetensors_file::get(std::string_view name) const {
+inline result<file_tensor> safetensors_file::view(std::string_view name) const {
   const auto* e = find(name);
   if (!e) {
     return make_error(errc::tensor_not_found,
                       "tensor '" + std::string(name) + "' is not in the file");
   }
-  const std::size_t n = e->numel();
-  float_tensor out;
-  out.shape = e->shape;
+  file_tensor out;
+  tensor_view& v = out.view;
+  v.shape = e->shape;
+  v.name = e->name;
   const char* src = data().data() + e->begin;
-  if (e->dtype == "F32") {
-    out.data.resize(n);
-    if (n != 0u)
-      std::memcpy(out.data.data(), src, n * 4);
-  } else if (e->dtype == "F64") {
-    out.data.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      double d = 0;
-      std::memcpy(&d, src + i * 8, 8);
-      out.data[i] = static_cast<float>(d);
-    }
-  } else if (e->dtype == "F16" || e->dtype == "BF16") {
-    out.data.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, src + i * 2, 2);
-      if (e->dtype == "F16") {
-        out.data[i] = half_to_float(h);
-      } else {
-        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-        std::memcpy(&out.data[i], &bits, 4);
-      }
-    }
-  } else {
+  if (e->dtype == "F32" || e->dtype == "F16" || e->dtype == "BF16") {
+    v.data = src;
+    v.type = e->dtype == "F32" ? dtype::f32 : (e->dtype == "F16" ? dtype::f16 : dtype::bf16);
+    return out;
+  }
+  if (e->dtype != "F64") {
     return make_error(errc::unsupported_dtype,
                       "tensor '" + std::string(name) + "' has dtype " + e->dtype +
                           "; a floating-point tensor (F32, F16, BF16, F64) is needed");
   }
+  const std::size_t n = e->numel();
+  out.owned.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double d = 0;
+    std::memcpy(&d, src + i * 8, 8);
+    out.owned[i] = static_cast<float>(d);
+  }
+  v.data = out.owned.data();
   return out;
 }
 
-inline result<float_tensor_view> safetensors_file::view(std::string_view name) const {
-  const auto* e = find(name);
-  float_tensor_view out;
-  if (e != nullptr && e->dtype == "F32") {
-    const char* src = data().data() + e->begin;
-    if (reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
-      out.shape = e->shape;
-      out.data = {reinterpret_cast<const float*>(src), e->numel()};
-      return out;
-    }
-  }
-  auto t = get(name);
+inline result<float_tensor> safetensors_file::get(std::string_view name) const {
+  auto t = view(name);
   if (!t)
     return t.error();
-  out.shape = std::move(t.value().shape);
-  out.owned = std::move(t.value().data);
-  out.data = {out.owned.data(), out.owned.size()};
-  return out;
-}
-
-inline result<stored_tensor_view> safetensors_file::stored(std::string_view name) const {
-  const auto* e = find(name);
-  stored_tensor_view out;
-  if (e != nullptr && (e->dtype == "F32" || e->dtype == "F16")) {
-    out.shape = e->shape;
-    out.values = {data().data() + e->begin, e->numel(),
-                  e->dtype == "F32" ? stored_type::f32 : stored_type::f16};
-    return out;
-  }
-  auto t = get(name);
-  if (!t)
-    return t.error();
-  out.shape = std::move(t.value().shape);
-  out.owned = std::move(t.value().data);
-  out.values = {reinterpret_cast<const char*>(out.owned.data()), out.owned.size(),
-                stored_type::f32};
+  float_tensor out;
+  out.shape = t.value().view.shape;
+  out.data.resize(t.value().view.size());
+  t.value().view.convert(0, out.data.size(), out.data.data());
   return out;
 }
 

@@ -26,7 +26,7 @@ struct ada_samples {
 /// The samples of `input` for layer `d` (Conv2d / ConvTranspose2d: [N, Cin, H, W], N samples;
 /// Linear: [..., Cin], every row a sample), divided by the DMQ `factors` (empty: none).
 [[nodiscard]] inline result<ada_samples> ada_samples_of(const layer_desc& d,
-                                                        const tensor_ref& input,
+                                                        const tensor_view& input,
                                                         const std::vector<float>& factors) {
   const std::string at = d.name + " AdaRound input " + shape_string(input.shape) + ": ";
   ada_samples out;
@@ -49,8 +49,8 @@ struct ada_samples {
     out.count = input.shape[0];
     g.in_h = input.shape[2];
     g.in_w = input.shape[3];
-    g.kernel_h = d.weight.shape()[2];
-    g.kernel_w = d.weight.shape()[3];
+    g.kernel_h = d.weight.shape[2];
+    g.kernel_w = d.weight.shape[3];
   } else {
     return make_error(errc::invalid_argument,
                       d.name + ": AdaRound quantizes Conv2d, ConvTranspose2d and Linear, not " +
@@ -58,21 +58,23 @@ struct ada_samples {
   }
   if (auto st = validate_geometry(g); !st)
     return make_error(st.error().code, at + st.error().message);
-  out.data.assign(input.data, input.data + input.size());
+  out.data.resize(input.size());
+  input.convert(0, input.size(), out.data.data());
   if (auto st = divide_by_balance_factors(d, factors, out.data.data(), input.shape); !st)
     return make_error(st.error().code, at + st.error().message);
   return out;
 }
 
-/// AdaRound of layer `d` (weights fused and balanced by `factors`) on the samples of `input`,
+/// AdaRound of layer `d` (a session layer's description: weights fused and balanced by
+/// `factors`, float32 in C order) on the samples of `input`,
 /// with the target act(float layer) computed on `float_input`, or on `input` when null, by the
 /// calibrator `c` (a layer_calibrator whose weight policy needs samples: its settings, kernels
 /// and `quantize_weights(const ada_problem&)`).
 template <class Calibrator>
 [[nodiscard]] result<ada_result> ada_quantize_layer(const layer_desc& d,
                                                     const std::vector<float>& factors,
-                                                    const tensor_ref& input,
-                                                    const tensor_ref* float_input, Calibrator& c) {
+                                                    const tensor_view& input,
+                                                    const tensor_view* float_input, Calibrator& c) {
   static_assert(Calibrator::needs_samples, "AdaRound needs a calibrator that learns from samples");
   auto samples = ada_samples_of(d, input, factors);
   if (!samples)
@@ -80,8 +82,8 @@ template <class Calibrator>
   ada_problem p;
   p.name = d.name;
   p.geometry = samples.value().geometry;
-  p.weight = d.weight.data();
-  p.bias = d.bias ? d.bias->data() : nullptr;
+  p.weight = d.weight.in_place();  // the session's working weight: float32 in C order
+  p.bias = d.bias ? d.bias->in_place() : nullptr;
   p.activation = d.activation;
   p.samples = samples.value().count;
   std::vector<float> target;

@@ -30,11 +30,12 @@ namespace detail {
 
 /// The layer's view of `input`: divided by its DMQ factors into `scaled`, or `input` itself.
 [[nodiscard]] inline result<const float*> balanced_input(const session_layer& l,
-                                                         const tensor_ref& input,
+                                                         const tensor_view& input,
                                                          std::vector<float>& scaled) {
+  const float* x = input.in_place();  // a float32 batch (batch_as_float32)
   if (l.balance_factors.empty())
-    return input.data;
-  scaled.assign(input.data, input.data + input.size());
+    return x;
+  scaled.assign(x, x + input.size());
   if (auto st = divide_by_balance_factors(l, scaled.data(), input.shape); !st)
     return in_layer(l.desc.name, st.error());
   return static_cast<const float*>(scaled.data());
@@ -56,7 +57,7 @@ template <class Policy>
 /// Observes `input` as global batch `b` of the current pass through the layer's two-pass
 /// observer, started on the layer's first batch. IFMR's ranks need the total before pass 1, so
 /// every batch of the layer must have the first one's element count (checked in pass 1).
-[[nodiscard]] inline result<> observe_two_pass_batch(session_layer& l, const tensor_ref& input,
+[[nodiscard]] inline result<> observe_two_pass_batch(session_layer& l, const tensor_view& input,
                                                      std::size_t b, bool first_pass,
                                                      const batch_context& ctx) {
   auto x = balanced_input(l, input, ctx.scratch);
@@ -106,7 +107,7 @@ template <class Fn>
 /// One activation batch of an HFMG layer on the order-invariant histogram
 /// (activation_mode::kind::order_invariant), finalized after `batch_num`.
 [[nodiscard]] inline result<> observe_layer_batch_invariant(session_layer& l,
-                                                            const tensor_ref& input,
+                                                            const tensor_view& input,
                                                             const hfmg_settings& s,
                                                             const batch_context& ctx) {
   if (auto st = check_layer_input(l.desc, input); !st)
@@ -137,7 +138,8 @@ template <class Fn>
 /// One activation batch of a layer in the bounded mode: batches [0, batch_num) are pass 1,
 /// [batch_num, 2·batch_num) pass 2 (the same batches again); the activation is finalized after
 /// the last (FORCE_FP16_QUANT when `fp16`).
-[[nodiscard]] inline result<> observe_layer_batch_bounded(session_layer& l, const tensor_ref& input,
+[[nodiscard]] inline result<> observe_layer_batch_bounded(session_layer& l,
+                                                          const tensor_view& input,
                                                           const batch_context& ctx) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;

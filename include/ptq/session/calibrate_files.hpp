@@ -3,11 +3,10 @@
 // name, written by the engine that ran the network. No network runs here: the DMQ factors come
 // from the first batch, AdaRound learns each layer against its own float output on its samples,
 // and every batch is observed as it was saved. The files come from any tensor source with
-// `result<T> get(std::string_view name) const` (T with `shape` and `data`), such as
-// io::safetensors_file, so this header needs no io header; a source that also has `view(name)`
-// (the same shape, `data` pointing into the source) has its read-only inputs read in place, and
-// one with `stored(name)` (`shape` and `values`, a ptq::stored_values) has its float16 batches
-// converted a block at a time as they are observed.
+// `result<T> get(std::string_view name) const` (T with `shape` and `data`: a float32 copy), such
+// as io::safetensors_file, so this header needs no io header; a source that also has
+// `view(name)` (a result whose `view` is a tensor_view into the source) has its inputs read where
+// they lie, float16 and bfloat16 converted a block at a time as they are observed.
 // Every error names the file it comes from (error::path).
 // Depends on: core and kernels.
 #pragma once
@@ -76,21 +75,13 @@ namespace detail {
   return e;
 }
 
-/// Whether Source has `view(name)`: a result like get()'s whose `data` may point into the
-/// source (io::safetensors_file::view), so a read-only input needs no copy.
+/// Whether Source has `view(name)`: a result whose `view` is a tensor_view into the source
+/// (io::safetensors_file::view), so an input needs no copy.
 template <class Source, class = void>
 struct has_view : std::false_type {};
 template <class Source>
 struct has_view<Source,
                 std::void_t<decltype(std::declval<const Source&>().view(std::string_view{}))>>
-    : std::true_type {};
-
-/// Whether Source has `stored(name)`: a result with `shape` and `values` (stored_values).
-template <class Source, class = void>
-struct has_stored : std::false_type {};
-template <class Source>
-struct has_stored<Source,
-                  std::void_t<decltype(std::declval<const Source&>().stored(std::string_view{}))>>
     : std::true_type {};
 
 /// `s.view(name)` when Source has view(), else `s.get(name)` (a copy).
@@ -103,17 +94,29 @@ template <class Source>
   }
 }
 
+/// What fetch_tensor gave, as a tensor_view named `name`.
+template <class Fetched>
+[[nodiscard]] tensor_view input_view(const Fetched& t, std::string name) {
+  tensor_view v;
+  if constexpr (std::is_same_v<std::decay_t<decltype(t.view)>, tensor_view>) {
+    v = t.view;
+  } else {
+    v = view_of(t.data.data(), t.shape);
+  }
+  v.name = std::move(name);
+  return v;
+}
+
 /// Layer `layer`'s input in file `f`, read-only and in place where the source can (through
 /// `fetch`, by default fetch_tensor), or an error naming the file and the tensor.
-template <class Source, class Fetch = decltype(&fetch_tensor<Source>)>
-[[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer,
-                               Fetch fetch = &fetch_tensor<Source>)
-    -> decltype(fetch(*f.source, layer)) {
+template <class Source>
+[[nodiscard]] auto layer_input(const named_source<Source>& f, const std::string& layer)
+    -> decltype(fetch_tensor(*f.source, layer)) {
   if (f.source == nullptr) {
     return make_error(errc::session_call_invalid,
                       f.path + ": the batch file was not opened on this process");
   }
-  auto t = fetch(*f.source, layer);
+  auto t = fetch_tensor(*f.source, layer);
   if (!t) {
     auto e = from_file(t.error(), f.path);
     e.note = "each batch file holds every quantizable layer's input under the layer's name";
@@ -141,8 +144,7 @@ template <class Source>
     auto t = layer_input(first, name);
     if (!t)
       return t.error();
-    const tensor_ref x{t.value().data.data(), t.value().shape, name + " input"};
-    if (auto st = s.feed_dmq(name, x); !st)
+    if (auto st = s.feed_dmq(name, input_view(t.value(), name + " input")); !st)
       return from_file(st.error(), first.path);
   }
   if (auto st = s.quantize_weights(); !st)
@@ -156,7 +158,7 @@ template <class Source>
         "layer '" + ada.front() + "' uses ada_quantize: its input samples are needed");
   }
   for (const auto& name : ada) {
-    auto t = ada_samples->source->get(name);
+    auto t = fetch_tensor(*ada_samples->source, name);
     if (!t) {
       auto e = from_file(t.error(), ada_samples->path);
       e.note =
@@ -164,8 +166,7 @@ template <class Source>
           "layer's name";
       return e;
     }
-    const tensor_ref x{t.value().data.data(), t.value().shape, name + " samples"};
-    if (auto st = s.quantize_ada(name, x); !st)
+    if (auto st = s.quantize_ada(name, input_view(t.value(), name + " samples")); !st)
       return from_file(st.error(), ada_samples->path);
   }
   return {};
@@ -179,21 +180,10 @@ template <class Source>
     for (const auto& l : s.layers()) {
       if (!l.plan.quant_enable)
         continue;
-      result<> st;
-      if constexpr (has_stored<Source>::value) {
-        auto t = layer_input(*f, l.desc.name,
-                             [](const Source& src, std::string_view n) { return src.stored(n); });
-        if (!t)
-          return t.error();
-        st = s.feed(l.desc.name,
-                    stored_tensor_ref{t.value().values, t.value().shape, l.desc.name + " input"});
-      } else {
-        auto t = layer_input(*f, l.desc.name);
-        if (!t)
-          return t.error();
-        st = s.feed(l.desc.name,
-                    tensor_ref{t.value().data.data(), t.value().shape, l.desc.name + " input"});
-      }
+      auto t = layer_input(*f, l.desc.name);
+      if (!t)
+        return t.error();
+      const result<> st = s.feed(l.desc.name, input_view(t.value(), l.desc.name + " input"));
       if (!st)
         return from_file(st.error(), f->path);
     }
@@ -216,8 +206,9 @@ template <class Source>
     auto t = layer_input(last, l.desc.name);
     if (!t)
       return t.error();
-    const auto& in = t.value();
-    x.assign(in.data.data(), in.data.data() + in.data.size());
+    const tensor_view in = input_view(t.value(), l.desc.name + " input");
+    x.resize(in.size());
+    in.convert(0, x.size(), x.data());
     if (auto st = divide_by_balance_factors(l, x.data(), in.shape); !st)
       return from_file(st.error(), last.path);
     out[i] = fake_quantize_input(l, x.data(), x.size(), k, &before);

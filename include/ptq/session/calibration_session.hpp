@@ -13,14 +13,16 @@
 // Every call that can fail returns a result: E802 for a call out of order or an unknown layer,
 // E803 for an input tensor that does not fit its layer, a numeric code (9xx) for bad values;
 // each message names the layer. The per-layer work is in phases.hpp, the checks in checks.hpp.
+// Every tensor comes as a tensor_view (core/tensor_view.hpp): float32, float16 or bfloat16, in
+// any strides; the weights are read at create into the session's working memory, or quantized
+// where they lie when the engine says so (layer_desc::weight_out).
 // A session is not thread-safe: call it from one thread (its kernels may use several).
-// Depends on: core, detail, config, algorithms and xtensor.
+// Depends on: core, detail, config and algorithms.
 #pragma once
-
-#include <xtensor/xarray.hpp>
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,6 +32,7 @@
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/config/resolve.hpp"
 #include "ptq/core/abi.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/detail/find.hpp"
 #include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
@@ -52,8 +55,17 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 class calibration_session {
  public:
-  /// Resolves `config` for `layers`, checks their weights, and fuses Conv+BN. Errors: the
-  /// config's resolution errors, and malformed layers (code E801, naming the layer).
+  /// Move-only: its layers hold their working tensors (and may point at the engine's).
+  calibration_session(calibration_session&&) = default;
+  calibration_session& operator=(calibration_session&&) = default;
+  calibration_session(const calibration_session&) = delete;
+  calibration_session& operator=(const calibration_session&) = delete;
+  ~calibration_session() = default;
+
+  /// Resolves `config` for `layers`, checks their weights, takes them into the session's
+  /// working memory (or the engine's weight_out), and fuses Conv+BN. Errors: the config's
+  /// resolution errors, and malformed layers (code E801, naming the layer). A failed create
+  /// changes no weight.
   [[nodiscard]] static result<calibration_session> create(const amct_config& config,
                                                           std::vector<layer_desc> layers,
                                                           session_options options = {});
@@ -73,7 +85,7 @@ class calibration_session {
   }
 
   /// Phase 2: one input batch of a DMQ layer; computes its balance factors.
-  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_ref& input);
+  [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_view& input);
 
   /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
   /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
@@ -94,27 +106,36 @@ class calibration_session {
   /// layer's float output through its activation on `float_input` (the input with every
   /// AdaRound layer in float), or on `input` when that is null. Inputs are divided by the DMQ
   /// factors here, as in `feed`.
-  [[nodiscard]] result<> quantize_ada(std::string_view name, const tensor_ref& input,
-                                      const tensor_ref* float_input = nullptr);
+  [[nodiscard]] result<> quantize_ada(std::string_view name, const tensor_view& input,
+                                      const tensor_view* float_input = nullptr);
 
-  /// The weight the engine runs with: fused, balanced, fake-quantized (after phase 3). E802 for
-  /// an unknown layer.
-  [[nodiscard]] result<const xt::xarray<float>*> weight(std::string_view name) const {
+  /// The weight the engine runs with (float32, C order, at the layer's weight_out): fused,
+  /// balanced, fake-quantized (after phase 3). E802 for an unknown layer or an AvgPool2d.
+  [[nodiscard]] result<tensor_view> weight(std::string_view name) const {
     const session_layer* l = find(name);
     if (!l)
       return fail("weight: no layer named '" + std::string(name) + "'");
-    return &l->desc.weight;
+    if (l->desc.type == layer_type::avg_pool2d)
+      return fail("weight: layer '" + std::string(name) + "' is an AvgPool2d, it has no weight");
+    return l->desc.weight;
+  }
+  /// The bias the engine runs with (float32; fused when the layer's BatchNorm was), or none.
+  /// E802 for an unknown layer.
+  [[nodiscard]] result<std::optional<tensor_view>> bias(std::string_view name) const {
+    const session_layer* l = find(name);
+    if (!l)
+      return fail("bias: no layer named '" + std::string(name) + "'");
+    return l->desc.bias;
   }
 
   /// Phase 4: one calibration batch of a layer's input (the engine's float activations). The
   /// session divides it by the DMQ factors and observes it; after `batch_num` batches the layer
   /// is finalized.
-  [[nodiscard]] result<> feed(std::string_view name, const tensor_ref& input);
-  /// feed() of values as a file stores them (float32 or float16, usually mapped): the same
-  /// numbers and errors as feed() of their float32 values. float16 is converted a block at a
-  /// time into the observer, or, in the bounded mode and when sharded, into one buffer the
-  /// session reuses.
-  [[nodiscard]] result<> feed(std::string_view name, const stored_tensor_ref& input);
+  /// An input that is not float32 in C order (float16 or bfloat16, mapped from a file, say; a
+  /// strided tensor) gives the same numbers and errors as its float32 values: it is converted a
+  /// block at a time into the observer, or, in the bounded mode and when sharded, into one
+  /// buffer the session reuses.
+  [[nodiscard]] result<> feed(std::string_view name, const tensor_view& input);
 
   /// How often the engine feeds each layer's batch_num batches: 1, or 2 in the bounded memory
   /// mode and when sharded (the same batches again, in the same order).
@@ -205,8 +226,7 @@ class calibration_session {
     return {};
   }
 
-  template <class Input>  // tensor_ref or stored_tensor_ref
-  [[nodiscard]] result<> feed_batch(std::string_view name, const Input& input) {
+  [[nodiscard]] result<> feed_batch(std::string_view name, const tensor_view& input) {
     session_layer* l = nullptr;
     // Once every layer is done, a further batch is still "more than batch_num" for its layer.
     const session_phase want =
@@ -243,16 +263,28 @@ class calibration_session {
     return {};
   }
 
+  // Every layer's fusion is planned before any weight changes (a failure changes none).
   // Reports only the layers it fuses: one in skip_fusion_layers is no fusion step.
   void fuse(std::vector<error>& diags) {
+    std::vector<std::optional<conv_bn_factors>> factors(layers_.size());
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      auto f = plan_fusion(layers_[i], plan_, diags);
+      if (!f)
+        diags.push_back(f.error());
+      else
+        factors[i] = std::move(f).value();
+    }
+    if (std::any_of(diags.begin(), diags.end(), is_error))
+      return;
     std::size_t done = 0;
     const std::size_t total =
         count_if([&](const session_layer& l) { return fusion_wanted(l, plan_); });
-    for (auto& l : layers_) {
-      if (!fusion_wanted(l, plan_))
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (!fusion_wanted(layers_[i], plan_))
         continue;
-      fuse_layer(l, plan_, diags);
-      report(session_phase::fusion, l.desc.name, ++done, total);
+      if (factors[i])
+        apply_fusion(layers_[i], *factors[i]);
+      report(session_phase::fusion, layers_[i].desc.name, ++done, total);
     }
   }
 
@@ -269,7 +301,7 @@ class calibration_session {
   std::size_t dmq_total_ = 0;                           ///< layers the DMQ pass feeds
   std::size_t dmq_done_ = 0, weights_done_ = 0, batches_fed_ = 0, layers_final_ = 0;
   std::vector<float> scratch_;    ///< reused: DMQ inputs divided by factors, weights unquantized
-  std::vector<float> converted_;  ///< reused: a stored input as float32 where it is needed whole
+  std::vector<float> converted_;  ///< reused: an input as float32 where it is needed whole
 };
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -57,6 +57,8 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
     sl.desc = std::move(l);
     if (auto st = check_layer_desc(sl.desc); !st)
       diags.push_back(st.error());
+    else if (auto taken = take_layer_tensors(sl); !taken)
+      diags.push_back(taken.error());
     if (sl.plan.quant_enable)
       sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
     s.layers_.push_back(std::move(sl));
@@ -74,7 +76,7 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
 }
 
 PTQ_SESSION_INLINE result<> calibration_session::feed_dmq(std::string_view name,
-                                                          const tensor_ref& input) {
+                                                          const tensor_view& input) {
   session_layer* l = nullptr;
   if (auto st = lookup(name, session_phase::dmq, "feed_dmq", l); !st)
     return st;
@@ -132,8 +134,8 @@ PTQ_SESSION_INLINE result<> calibration_session::quantize_weights() {
 }
 
 PTQ_SESSION_INLINE result<> calibration_session::quantize_ada(std::string_view name,
-                                                              const tensor_ref& input,
-                                                              const tensor_ref* float_input) {
+                                                              const tensor_view& input,
+                                                              const tensor_view* float_input) {
   session_layer* l = nullptr;
   if (auto st = lookup(name, session_phase::weights, "quantize_ada", l); !st)
     return st;
@@ -153,12 +155,7 @@ PTQ_SESSION_INLINE result<> calibration_session::quantize_ada(std::string_view n
 }
 
 PTQ_SESSION_INLINE result<> calibration_session::feed(std::string_view name,
-                                                      const tensor_ref& input) {
-  return feed_batch(name, input);
-}
-
-PTQ_SESSION_INLINE result<> calibration_session::feed(std::string_view name,
-                                                      const stored_tensor_ref& input) {
+                                                      const tensor_view& input) {
   return feed_batch(name, input);
 }
 

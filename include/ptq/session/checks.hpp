@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
@@ -46,8 +45,7 @@ inline namespace PTQ_ABI_NAMESPACE {
   };
   if (l.type == layer_type::avg_pool2d)
     return {};
-  std::vector<std::size_t> shape(l.weight.shape().begin(), l.weight.shape().end());
-  if (auto g = output_channels(shape, l.type, l.conv.groups, l.name + ".weight"); !g)
+  if (auto g = output_channels(l.weight.shape, l.type, l.conv.groups, l.name + ".weight"); !g)
     return fail(at + g.error().message);
   if (l.conv.padding_mode != "zeros") {
     return fail(at + "padding_mode '" + l.conv.padding_mode +
@@ -66,12 +64,11 @@ inline namespace PTQ_ABI_NAMESPACE {
 }
 
 /// How messages name an input tensor of layer `l`: "<layer> input" for an unnamed tensor
-/// (as_tensor_ref's default "tensor"), else the tensor's own name, which is where the engine
+/// (tensor_view's default "tensor"), else the tensor's own name, which is where the engine
 /// can say which file or batch it came from ("conv1 input (batch0.safetensors)"); a name that
 /// does not start with the layer's gets "<layer> input (...)" around it, so the layer is
 /// always named.
-template <class Input>  // tensor_ref or stored_tensor_ref
-[[nodiscard]] std::string input_name(const layer_desc& l, const Input& x) {
+[[nodiscard]] inline std::string input_name(const layer_desc& l, const tensor_view& x) {
   if (x.name.empty() || x.name == "tensor")
     return l.name + " input";
   const bool named = x.name.size() > l.name.size() &&
@@ -79,12 +76,11 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   return named ? x.name : l.name + " input (" + x.name + ")";
 }
 
-/// Checks an input tensor of layer `l` (E803, naming the layer, the tensor and the shape): data
-/// present, not empty, the rank of the layer type ([N, C, ...]; Linear: any rank >= 1), and the
-/// layer's input channels on axis 1 (Linear: the last axis); stored values, as many as the
-/// shape holds.
-template <class Input>  // tensor_ref or stored_tensor_ref
-[[nodiscard]] result<> check_layer_input(const layer_desc& l, const Input& x) {
+/// Checks an input tensor of layer `l` (E803, naming the layer, the tensor and the shape): the
+/// rank of the layer type ([N, C, ...]; Linear: any rank >= 1), not empty (E901, as every
+/// observer says it), a view that can be read (E909), and the layer's input channels on axis 1
+/// (Linear: the last axis).
+[[nodiscard]] inline result<> check_layer_input(const layer_desc& l, const tensor_view& x) {
   const std::string at = input_name(l, x) + " " + shape_string(x.shape) + ": ";
   const auto fail = [&](const std::string& what) {
     return make_error(errc::session_input_invalid, at + what);
@@ -100,22 +96,10 @@ template <class Input>  // tensor_ref or stored_tensor_ref
                              : ", D, H, W") +
                 "], got rank " + std::to_string(x.shape.size()));
   }
-  if constexpr (std::is_same_v<Input, stored_tensor_ref>) {
-    if (x.values.count != shape_size(x.shape)) {
-      return fail("has " + std::to_string(x.values.count) + " values; the shape holds " +
-                  std::to_string(shape_size(x.shape)));
-    }
-  }
   if (x.size() == 0)  // E901, as every observer says it: one code per condition
     return make_error(errc::empty_tensor, at + "empty tensor");
-  const void* data = nullptr;
-  if constexpr (std::is_same_v<Input, stored_tensor_ref>) {
-    data = x.values.bytes;
-  } else {
-    data = x.data;
-  }
-  if (data == nullptr)
-    return fail("no data (null pointer)");
+  if (const std::string problem = tensor_view_problem(x); !problem.empty())
+    return make_error(errc::tensor_view_invalid, at + problem);
   if (l.type == layer_type::avg_pool2d)
     return {};
   const std::size_t cin = layer_input_channels(l);

@@ -51,9 +51,9 @@ template <class Weights>
     const auto& l = s.layers()[i];
     if (m.weight_name.empty() || !(l.plan.quant_enable || l.fused))
       continue;
-    exported_tensor w{m.weight_name,
-                      {l.desc.weight.shape().begin(), l.desc.weight.shape().end()},
-                      {l.desc.weight.begin(), l.desc.weight.end()}};
+    const float* working = l.desc.weight.in_place();  // the session's: float32, C order
+    exported_tensor w{
+        m.weight_name, l.desc.weight.shape, {working, working + l.desc.weight.size()}};
     if (!l.balance_factors.empty()) {
       std::vector<float> inv(l.balance_factors.size());
       for (std::size_t c = 0; c < inv.size(); ++c)
@@ -67,8 +67,7 @@ template <class Weights>
     replaced.push_back(std::move(w));
     if (l.fused) {
       const std::string bias_name = m.bias_name.empty() ? m.desc.name + ".bias" : m.bias_name;
-      replaced.push_back(
-          {bias_name, {l.desc.bias->size()}, {l.desc.bias->begin(), l.desc.bias->end()}});
+      replaced.push_back({bias_name, {l.bias_storage.size()}, l.bias_storage});
       drop.insert(drop.end(), m.batch_norm_names.begin(), m.batch_norm_names.end());
     }
   }

@@ -1,10 +1,8 @@
 // How an inference engine describes its quantizable layers to a calibration session: type,
-// weights (xtensor, native PyTorch layout), conv attributes, a following BatchNorm and the
-// following activation.
-// Depends on: core, config, algorithms and xtensor.
+// weights (tensor views of the engine's own memory, native PyTorch layout), conv attributes, a
+// following BatchNorm and the following activation.
+// Depends on: core, config and algorithms.
 #pragma once
-
-#include <xtensor/xarray.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,16 +15,23 @@
 #include "ptq/config/layer_types.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/conv_attributes.hpp"
+#include "ptq/core/tensor_view.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// One quantizable layer of the caller's model.
+/// One quantizable layer of the caller's model. The views are read while
+/// calibration_session::create runs; the session keeps what it needs.
 struct layer_desc {
   std::string name;
   layer_type type = layer_type::conv2d;
-  xt::xarray<float> weight;               ///< native layout; unused for AvgPool2d
-  std::optional<xt::xarray<float>> bias;  ///< [Cout]
+  tensor_view weight;               ///< native layout, any dtype and strides; none for AvgPool2d
+  std::optional<tensor_view> bias;  ///< [Cout]
+  /// Where the session keeps the layer's weight as the phases change it (fused, balanced,
+  /// fake-quantized): float32 in C order, weight.size() values, valid for the session's life.
+  /// The weight's own memory quantizes it where it lies (when it is float32 in C order; the
+  /// engine's float weights are then gone); null: a buffer of the session's.
+  float* weight_out = nullptr;
   conv_attributes conv;
   std::optional<batch_norm_params> batch_norm;  ///< an eval-mode BN that consumes this layer
   activation_desc activation;
@@ -34,8 +39,8 @@ struct layer_desc {
 
 /// Input channels of a layer from its weight (0 for AvgPool2d or a malformed weight).
 [[nodiscard]] inline std::size_t layer_input_channels(const layer_desc& l) {
-  const auto& s = l.weight.shape();
-  if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
+  const auto& s = l.weight.shape;
+  if (l.type == layer_type::avg_pool2d || s.size() < 2)
     return 0;
   if (is_conv_transpose(l.type))
     return s[0];
@@ -46,8 +51,8 @@ struct layer_desc {
 
 /// Output channels of a layer from its weight (0 for AvgPool2d).
 [[nodiscard]] inline std::size_t layer_output_channels(const layer_desc& l) {
-  const auto& s = l.weight.shape();
-  if (l.type == layer_type::avg_pool2d || l.weight.dimension() < 2)
+  const auto& s = l.weight.shape;
+  if (l.type == layer_type::avg_pool2d || s.size() < 2)
     return 0;
   if (is_conv_transpose(l.type))
     return s[1] * l.conv.groups;

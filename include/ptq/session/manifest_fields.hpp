@@ -1,7 +1,7 @@
 // The JSON field readers of a model manifest entry (session/model_manifest.hpp): sizes, the
 // tensors a field names in the weights file, optional scalars, unknown keys (with the nearest
 // known one), and the checks of a convolution attribute. Every error is E804.
-// Depends on: core, detail, xtensor and nlohmann_json.
+// Depends on: core, detail and nlohmann_json.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <xtensor/xarray.hpp>
 
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
@@ -45,19 +44,21 @@ inline bool size_list(const nlohmann::json& j, std::vector<std::size_t>& out) {
   return make_error(errc::manifest_invalid, std::move(message), std::move(note));
 }
 
-/// `e[key]`, a string naming a tensor of `weights`, read into `out`.
+/// `e[key]`, a string naming a tensor of `weights`, read as float32 into `values` (its shape
+/// into `shape`).
 template <class Weights>
 [[nodiscard]] result<> tensor_field(const nlohmann::json& e, const char* key,
                                     const Weights& weights, const std::string& at,
-                                    xt::xarray<float>& out, std::string& name) {
+                                    std::vector<std::size_t>& shape, std::vector<float>& values,
+                                    std::string& name) {
   if (!e.contains(key) || !e[key].is_string())
     return manifest_error(at + "\"" + key + "\" must name a tensor of the weights file");
   name = e[key].template get<std::string>();
   auto t = weights.get(name);
   if (!t)
     return manifest_error(at + "\"" + key + "\": " + t.error().message);
-  out = xt::xarray<float>::from_shape(t->shape);
-  std::copy(t->data.begin(), t->data.end(), out.begin());
+  shape = t->shape;
+  values.assign(t->data.begin(), t->data.end());
   return {};
 }
 
@@ -65,11 +66,8 @@ template <class Weights>
 [[nodiscard]] result<> vector_field(const nlohmann::json& e, const char* key,
                                     const Weights& weights, const std::string& at,
                                     std::vector<float>& out, std::string& name) {
-  xt::xarray<float> t;
-  auto r = tensor_field(e, key, weights, at, t, name);
-  if (r)
-    out.assign(t.begin(), t.end());
-  return r;
+  std::vector<std::size_t> shape;
+  return tensor_field(e, key, weights, at, shape, out, name);
 }
 
 /// An optional key of type `T` (bool, float or std::string): `fallback` when absent, false when

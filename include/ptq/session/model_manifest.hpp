@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -26,15 +27,34 @@ namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
 /// One manifest entry: the session's description plus what an engine needs to run it and what
-/// a writer needs to put tensors back under their names.
+/// a writer needs to put tensors back under their names. `desc`'s weight and bias views point
+/// at `weight_values` and `bias_values`, which copies of the entry share.
 struct manifest_layer {
   layer_desc desc;
+  /// The weights file's tensors as float32 in C order (set_weight, set_bias). Shared by copies
+  /// of the entry; a session may quantize weight_values where they lie (layer_desc::weight_out)
+  /// when nothing else reads them.
+  std::shared_ptr<std::vector<float>> weight_values, bias_values;
   std::string weight_name;  ///< tensor names in the weights file ("" when absent)
   std::string bias_name;
   std::vector<std::string> batch_norm_names;  ///< weight, bias, running_mean, running_var
   std::vector<std::size_t> kernel_size;       ///< AvgPool2d
   std::vector<std::size_t> pool_stride;       ///< AvgPool2d (default: kernel_size)
   bool flatten = false;                       ///< Linear: flatten the input first
+
+  /// The layer's weight: `values` (float32, C order) of `shape`, held here, desc.weight a view
+  /// of them.
+  void set_weight(std::vector<std::size_t> shape, std::vector<float> values) {
+    auto held = std::make_shared<std::vector<float>>(std::move(values));
+    desc.weight = view_of(held->data(), std::move(shape), desc.name + ".weight");
+    weight_values = std::move(held);
+  }
+  /// The layer's bias, held here, desc.bias a view of it.
+  void set_bias(std::vector<float> values) {
+    auto held = std::make_shared<std::vector<float>>(std::move(values));
+    desc.bias = view_of(held->data(), {held->size()}, desc.name + ".bias");
+    bias_values = std::move(held);
+  }
 };
 
 struct model_manifest {
@@ -230,13 +250,15 @@ template <class Weights>
   }
   if (!e.contains("weight"))
     return manifest_error(at + "needs \"weight\"");
-  if (auto r = tensor_field(e, "weight", weights, at, m.desc.weight, m.weight_name); !r)
+  std::vector<std::size_t> shape;
+  std::vector<float> values;
+  if (auto r = tensor_field(e, "weight", weights, at, shape, values, m.weight_name); !r)
     return r.error();
+  m.set_weight(std::move(shape), std::move(values));
   if (e.contains("bias")) {
-    xt::xarray<float> b;
-    if (auto r = tensor_field(e, "bias", weights, at, b, m.bias_name); !r)
+    if (auto r = vector_field(e, "bias", weights, at, values, m.bias_name); !r)
       return r.error();
-    m.desc.bias = std::move(b);
+    m.set_bias(std::move(values));
   }
   if (auto st = read_conv_attributes(e, at, m); !st)
     return st.error();

@@ -1,8 +1,8 @@
 // Phase 4's choice for one batch of a layer: the one-pass observer, the order-invariant
 // histogram, the bounded memory mode's two passes or this rank's shard, as the session's
-// options say. The input is float32 (tensor_ref) or values as a file stores them
-// (stored_tensor_ref); float16 goes a block at a time into the one-pass observer, and is
-// converted whole, into a buffer the caller reuses, only for the paths that need it so.
+// options say. An input that is not float32 in C order goes a block at a time into the one-pass
+// observer, and is converted whole, into a buffer the caller reuses, only for the paths that
+// need it so.
 // Depends on: core and algorithms.
 #pragma once
 
@@ -11,10 +11,11 @@
 #include <variant>
 #include <vector>
 
-#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/error.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/session/bounded_activations.hpp"
 #include "ptq/session/checks.hpp"
 #include "ptq/session/phases.hpp"
@@ -27,33 +28,27 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 namespace detail {
 
-[[nodiscard]] inline result<tensor_ref> float_values(const layer_desc&, const tensor_ref& x,
-                                                     unsigned, std::vector<float>&) {
-  return x;
-}
-
-/// Stored values as float32: in place, or converted on `threads` into `converted` (after the
-/// input checks, so the conversion reads only the values the shape holds).
-[[nodiscard]] inline result<tensor_ref> float_values(const layer_desc& l,
-                                                     const stored_tensor_ref& x, unsigned threads,
-                                                     std::vector<float>& converted) {
+/// A checked batch as float32 in C order: where it lies, or converted on `threads` into
+/// `converted` (after the input checks, so the conversion reads only what the shape holds).
+[[nodiscard]] inline result<tensor_view> batch_as_float32(const layer_desc& l, const tensor_view& x,
+                                                          unsigned threads,
+                                                          std::vector<float>& converted) {
   if (auto st = check_layer_input(l, x); !st)
     return st.error();
-  const float* data = x.values.in_place();
+  const float* data = x.in_place();
   if (data == nullptr) {
     converted.resize(x.size());
-    convert_stored(x.values, converted.data(), threads);
+    convert_view(x, converted.data(), threads);
     data = converted.data();
   }
-  return tensor_ref{data, x.shape, x.name};
+  return view_of(data, x.shape, x.name);
 }
 
 }  // namespace detail
 
 /// One batch of layer `l` observed as the session's activation mode says.
-template <class Input>  // tensor_ref or stored_tensor_ref
-[[nodiscard]] result<> observe_session_batch(session_layer& l, const Input& input,
-                                             const batch_context& ctx) {
+[[nodiscard]] inline result<> observe_session_batch(session_layer& l, const tensor_view& input,
+                                                    const batch_context& ctx) {
   using kind = activation_mode::kind;
   const session_options& o = ctx.options;
   const kind mode = o.activation.pass;
@@ -73,10 +68,10 @@ template <class Input>  // tensor_ref or stored_tensor_ref
   }();
   if (mode == kind::one_pass || (mode == kind::order_invariant && order_invariant_hfmg == nullptr))
     return observe_layer_batch(l, input, ctx);
-  auto f = detail::float_values(l.desc, input, o.threads, ctx.converted);
+  auto f = detail::batch_as_float32(l.desc, input, o.threads, ctx.converted);
   if (!f)
     return f.error();
-  const tensor_ref& x = f.value();
+  const tensor_view& x = f.value();
   if (mode == kind::sharded)
     return observe_layer_batch_sharded(l, x, ctx);
   if (mode == kind::bounded)

@@ -17,7 +17,7 @@
 
 #include "ptq/algorithms/activations/activation.hpp"
 #include "ptq/algorithms/activations/dmq.hpp"
-#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/algorithms/weights/arq.hpp"
@@ -40,45 +40,51 @@ inline namespace PTQ_ABI_NAMESPACE {
          plan.skip_fusion_layers.end();
 }
 
-/// Phase 1: folds the layer's BatchNorm into its weight and bias when fusion_wanted, in place
-/// (the same products as fuse_conv_bn). A fusion that would not be finite is skipped with W606.
-inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vector<error>& diags) {
+/// Phase 1, first step: the factors that fold the layer's BatchNorm into its weight and bias,
+/// when fusion_wanted; none when a fusion would not be finite (W606 into `diags`, the engine
+/// keeps running the BatchNorm). Changes nothing, so a failed create leaves every weight as it
+/// was (the engine's own, when the session quantizes them where they lie).
+[[nodiscard]] inline result<std::optional<conv_bn_factors>> plan_fusion(const session_layer& l,
+                                                                        const resolved_config& plan,
+                                                                        std::vector<error>& diags) {
   if (!fusion_wanted(l, plan))
-    return;
+    return std::optional<conv_bn_factors>{};
   const auto cout = layer_output_channels(l.desc);
-  std::vector<float> b;
-  if (l.desc.bias)
-    b.assign(l.desc.bias->begin(), l.desc.bias->end());
-  auto f = conv_bn_fusion_factors(l.desc.weight.size(), b, cout, *l.desc.batch_norm, l.desc.name);
+  auto f = conv_bn_fusion_factors(l.desc.weight.size(), l.bias_storage, cout, *l.desc.batch_norm,
+                                  l.desc.name);
   if (!f) {
-    diags.push_back(in_layer(
-        l.desc.name, make_error(errc::session_layer_invalid, f.error().message, f.error().note)));
-  } else if (!fusion_stays_finite(l.desc.weight.data(), l.desc.weight.size(), f.value())) {
+    return in_layer(l.desc.name,
+                    make_error(errc::session_layer_invalid, f.error().message, f.error().note));
+  }
+  if (!fusion_stays_finite(l.desc.weight_out, l.desc.weight.size(), f.value())) {
     diags.push_back(make_warning(errc::fusion_skipped,
                                  "layer '" + l.desc.name +
                                      "': Conv+BN fusion skipped, the fused values would not be "
                                      "finite"));
-  } else {
-    apply_conv_bn_factors(l.desc.weight.data(), l.desc.weight.size(), f.value(),
-                          l.desc.weight.data());
-    l.desc.bias = xt::xarray<float>::from_shape({cout});
-    std::copy(f.value().bias.begin(), f.value().bias.end(), l.desc.bias->begin());
-    l.desc.batch_norm.reset();
-    l.fused = true;
+    return std::optional<conv_bn_factors>{};
   }
+  return std::optional<conv_bn_factors>(std::move(f).value());
+}
+
+/// Phase 1, second step: the fusion, in place (the same products as fuse_conv_bn).
+inline void apply_fusion(session_layer& l, const conv_bn_factors& f) {
+  apply_conv_bn_factors(l.desc.weight_out, l.desc.weight.size(), f, l.desc.weight_out);
+  l.bias_storage = f.bias;
+  l.desc.bias = view_of(l.bias_storage.data(), {l.bias_storage.size()}, l.desc.name + ".bias");
+  l.desc.batch_norm.reset();
+  l.fused = true;
 }
 
 /// Phase 2: the DMQ factors of a layer from its (checked) input batch.
-[[nodiscard]] inline result<> compute_balance_factors(session_layer& l, const tensor_ref& input,
+[[nodiscard]] inline result<> compute_balance_factors(session_layer& l, const tensor_view& input,
                                                       const kernels::kernel_set& k) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
-  auto w = as_tensor_ref(l.desc.weight, l.desc.name + ".weight");
   auto act = input;
   act.name = l.desc.name + " input";
   dmq_settings ds;
   ds.migration_strength = *l.plan.dmq_balancer_param;
-  auto f = dmq_factors(act, w, l.desc.type, l.desc.conv.groups, ds, k);
+  auto f = dmq_factors(act, l.desc.weight, l.desc.type, l.desc.conv.groups, ds, k);
   if (!f)
     return in_layer(l.desc.name, f.error());
   l.balance_factors = std::move(f).value();
@@ -93,23 +99,23 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
     const session_layer& l, std::vector<float>& scratch) {
   if (l.desc.type == layer_type::avg_pool2d)
     return std::optional<weight_quant_result>{};
-  std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
-  const float* w = l.desc.weight.data();
+  const std::vector<std::size_t>& shape = l.desc.weight.shape;
+  tensor_view w = l.desc.weight;
   if (!l.balance_factors.empty()) {
-    scratch.assign(l.desc.weight.begin(), l.desc.weight.end());
+    scratch.assign(l.desc.weight_out, l.desc.weight_out + w.size());
     if (auto st = dmq_apply_to_weight(scratch.data(), shape, l.desc.type, l.desc.conv.groups,
                                       l.balance_factors);
         !st) {
       return in_layer(l.desc.name, st.error());
     }
-    w = scratch.data();
+    w.data = scratch.data();
   }
   return std::visit(
       [&](const auto& c) -> result<std::optional<weight_quant_result>> {
         if constexpr (std::decay_t<decltype(c)>::needs_samples) {
           return std::optional<weight_quant_result>{};  // learned later by quantize_ada_layer
         } else {
-          auto p = c.calibrate_weights(w, shape, l.desc.type, l.desc.conv.groups);
+          auto p = c.calibrate_weights(w, l.desc.type, l.desc.conv.groups);
           if (!p)
             return in_layer(l.desc.name, p.error());
           return std::optional<weight_quant_result>(std::move(p).value());
@@ -129,9 +135,10 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
     l.weight_params = weight_quant_result{{1.0f}, {0}, 8};  // the toolkit's scale_w of 1
     return {};
   }
-  std::vector<std::size_t> shape(l.desc.weight.shape().begin(), l.desc.weight.shape().end());
+  float* const w = l.desc.weight_out;
+  const std::size_t n = l.desc.weight.size();
   if (!l.balance_factors.empty()) {
-    if (auto st = dmq_apply_to_weight(l.desc.weight.data(), shape, l.desc.type, l.desc.conv.groups,
+    if (auto st = dmq_apply_to_weight(w, l.desc.weight.shape, l.desc.type, l.desc.conv.groups,
                                       l.balance_factors);
         !st) {
       return in_layer(l.desc.name, st.error());
@@ -142,13 +149,13 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
   return std::visit(
       [&](const auto& c) -> result<> {
         if constexpr (!std::decay_t<decltype(c)>::needs_samples) {
-          scratch.assign(l.desc.weight.begin(), l.desc.weight.end());
-          if (auto st = c.fake_quantize_weights(l.desc.weight.data(), shape, l.desc.type,
-                                                l.desc.conv.groups, *params);
+          scratch.assign(w, w + n);
+          if (auto st = c.fake_quantize_weights(l.desc.weight, l.desc.type, l.desc.conv.groups,
+                                                *params, w);
               !st) {
             return in_layer(l.desc.name, st.error());
           }
-          l.weight_sqnr_db = sqnr_db(scratch.data(), l.desc.weight.data(), scratch.size());
+          l.weight_sqnr_db = sqnr_db(scratch.data(), w, n);
           l.weight_params = std::move(params);
         }
         return {};
@@ -158,8 +165,8 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 
 /// Phase 3, AdaRound: learns the layer's rounding from `input` (the target from `float_input`,
 /// or from `input` when null) and replaces its weight by the fake-quantized one.
-[[nodiscard]] inline result<> quantize_ada_layer(session_layer& l, const tensor_ref& input,
-                                                 const tensor_ref* float_input,
+[[nodiscard]] inline result<> quantize_ada_layer(session_layer& l, const tensor_view& input,
+                                                 const tensor_view* float_input,
                                                  const session_options& options) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
@@ -193,8 +200,8 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
           if (!r)
             return in_layer(l.desc.name, r.error());
           auto& res = r.value();
-          l.weight_sqnr_db = sqnr_db(l.desc.weight.data(), res.weight.data(), res.weight.size());
-          std::copy(res.weight.begin(), res.weight.end(), l.desc.weight.begin());
+          l.weight_sqnr_db = sqnr_db(l.desc.weight_out, res.weight.data(), res.weight.size());
+          std::copy(res.weight.begin(), res.weight.end(), l.desc.weight_out);
           l.ada_changed = res.changed;
           l.weight_params = std::move(res.params);
           return {};
@@ -206,42 +213,35 @@ inline void fuse_layer(session_layer& l, const resolved_config& plan, std::vecto
 /// Phase 4 in the one-pass mode: one activation batch of a layer, divided by its DMQ factors and
 /// observed; after `ctx.batch_num` batches the layer's activation is finalized (FORCE_FP16_QUANT
 /// when `ctx.fp16`), with the search's statistics kept in `l.activation_stats` when the options
-/// keep them. `ctx.scratch` holds the input divided by the factors. A stored_tensor_ref input
-/// (float16, say) is converted a block at a time into what the observer keeps, or into
-/// `ctx.scratch` on the options' threads when it is divided first: the same numbers and errors as
-/// its float32 values.
-template <class Input>  // tensor_ref or stored_tensor_ref
-[[nodiscard]] result<> observe_layer_batch(session_layer& l, const Input& input,
-                                           const batch_context& ctx) {
-  constexpr bool stored = std::is_same_v<Input, stored_tensor_ref>;
+/// keep them. `ctx.scratch` holds the input divided by the factors. An input that is not float32
+/// in C order (float16, bfloat16, strided) is converted a block at a time into what the observer
+/// keeps, or into `ctx.scratch` on the options' threads when it is divided first: the same
+/// numbers and errors as its float32 values.
+[[nodiscard]] inline result<> observe_layer_batch(session_layer& l, const tensor_view& input,
+                                                  const batch_context& ctx) {
   const std::size_t batch_num = ctx.batch_num;
   const bool keep_stats = ctx.options.keep_search_stats;
   std::vector<float>& scratch = ctx.scratch;
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
-  const auto observe = [&](const float* x, std::size_t n) {
-    return std::visit([&](auto& c) { return c.observe(x, n); }, *l.calibrator);
-  };
+  const std::size_t n = input.size();
   // On the first batch, room for batch_num of its size (the usual run: batches of one size).
-  if (l.batches_seen == 0 && batch_num <= std::numeric_limits<std::size_t>::max() /
-                                              std::max<std::size_t>(input.size(), 1)) {
-    std::visit([&](auto& c) { c.reserve_activation(input.size() * batch_num); }, *l.calibrator);
+  if (l.batches_seen == 0 &&
+      batch_num <= std::numeric_limits<std::size_t>::max() / std::max<std::size_t>(n, 1)) {
+    std::visit([&](auto& c) { c.reserve_activation(n * batch_num); }, *l.calibrator);
   }
   result<> st;
   if (!l.balance_factors.empty()) {
-    if constexpr (stored) {
-      scratch.resize(input.size());
-      convert_stored(input.values, scratch.data(), ctx.options.threads);
-    } else {
-      scratch.assign(input.data, input.data + input.size());
-    }
+    scratch.resize(n);
+    if (const float* x = input.in_place())
+      std::copy(x, x + n, scratch.data());
+    else
+      convert_view(input, scratch.data(), ctx.options.threads);
     st = divide_by_balance_factors(l, scratch.data(), input.shape);
     if (st)
-      st = observe(scratch.data(), scratch.size());
-  } else if constexpr (stored) {
-    st = std::visit([&](auto& c) { return c.observe(input.values); }, *l.calibrator);
+      st = std::visit([&](auto& c) { return c.observe(scratch.data(), n); }, *l.calibrator);
   } else {
-    st = observe(input.data, input.size());
+    st = std::visit([&](auto& c) { return c.observe(input); }, *l.calibrator);
   }
   if (!st)
     return in_layer(l.desc.name, st.error());

@@ -82,7 +82,7 @@ namespace detail {
                                 const auto& name = s.layers()[i].desc.name;
                                 if (std::find(dmq.begin(), dmq.end(), name) == dmq.end())
                                   return {};
-                                return s.feed_dmq(name, batch_ref(x, name + " input"));
+                                return s.feed_dmq(name, batch_view(x, name + " input"));
                               });
   if (!r)
     return r.error();
@@ -96,9 +96,18 @@ namespace detail {
   const auto ada = s.ada_layers();
   if (ada.empty())
     return {};  // no copy of the weights for a run without AdaRound
+  // The AdaRound layers' float (balanced) weights, copied: quantize_ada replaces them in the
+  // session's working memory, which the session's views point at.
   std::vector<layer_desc> float_descs;
-  for (const auto* d : session_descs(s))
-    float_descs.push_back(*d);  // the AdaRound layers' float (balanced) weights
+  std::vector<std::vector<float>> float_weights;
+  for (const auto* d : session_descs(s)) {
+    float_descs.push_back(*d);
+    if (d->type == layer_type::avg_pool2d)
+      continue;
+    const float* w = d->weight.in_place();
+    float_weights.emplace_back(w, w + d->weight.size());
+    float_descs.back().weight.data = float_weights.back().data();
+  }
   for (const auto& name : ada) {
     std::size_t idx = 0;
     while (s.layers()[idx].desc.name != name)
@@ -114,8 +123,8 @@ namespace detail {
     auto xf = detail::input_of_layer(s, m, in_float, calib, idx, threads);
     if (!xf)
       return xf.error();
-    const auto fref = batch_ref(xf.value(), name + " float input");
-    if (auto st = s.quantize_ada(name, batch_ref(xq.value(), name + " input"), &fref); !st)
+    const auto fref = batch_view(xf.value(), name + " float input");
+    if (auto st = s.quantize_ada(name, batch_view(xq.value(), name + " input"), &fref); !st)
       return st;
   }
   return {};
@@ -135,7 +144,7 @@ namespace detail {
         [&](std::size_t i, io::float_tensor& x) -> result<> {
           const auto& l = s.layers()[i];
           if (l.plan.quant_enable) {
-            auto st = s.feed(l.desc.name, batch_ref(x, l.desc.name + " input"));
+            auto st = s.feed(l.desc.name, batch_view(x, l.desc.name + " input"));
             if (!st)
               return st;
           }

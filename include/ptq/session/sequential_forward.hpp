@@ -31,8 +31,8 @@ inline namespace PTQ_ABI_NAMESPACE {
 
 /// A view of a batch (NCHW, or [N, features] after a flatten) for the session's feed,
 /// feed_dmq and quantize_ada; valid while `x` lives.
-[[nodiscard]] inline tensor_ref batch_ref(const io::float_tensor& x, std::string name) {
-  return tensor_ref{x.data.data(), x.shape, std::move(name)};
+[[nodiscard]] inline tensor_view batch_view(const io::float_tensor& x, std::string name) {
+  return view_of(x.data.data(), x.shape, std::move(name));
 }
 
 namespace detail {
@@ -56,8 +56,8 @@ namespace detail {
     }
     g.in_h = x.shape[2];
     g.in_w = x.shape[3];
-    g.kernel_h = d.weight.shape()[2];
-    g.kernel_w = d.weight.shape()[3];
+    g.kernel_h = d.weight.shape[2];
+    g.kernel_w = d.weight.shape[3];
   } else if (x.shape.size() != 2 || x.shape[1] != g.in_channels) {
     return make_error(errc::shape_mismatch,
                       at + "expected [N, " + std::to_string(g.in_channels) + "]");
@@ -68,8 +68,10 @@ namespace detail {
                 ? std::vector<std::size_t>{n, g.out_channels, lc.out_h(), lc.out_w()}
                 : std::vector<std::size_t>{n, g.out_channels};
   y.data.resize(n * lc.output_size());
-  if (auto st = lc.forward(x.data.data(), n, d.weight.data(), d.bias ? d.bias->data() : nullptr,
-                           y.data.data());
+  std::vector<float> weight_copy, bias_copy;  // for views that are not float32 in C order
+  const float* bias = d.bias ? float_values(*d.bias, bias_copy) : nullptr;
+  if (auto st =
+          lc.forward(x.data.data(), n, float_values(d.weight, weight_copy), bias, y.data.data());
       !st) {
     return make_error(st.error().code, at + st.error().message);
   }

@@ -66,9 +66,15 @@ struct pass_state_variant<policy_list<Policies...>> {
 /// histogram.
 using activation_pass_state = typename detail::pass_state_variant<activation_policies>::type;
 
-/// One layer's state in a session.
+/// One layer's state in a session. Move-only: `desc`'s views point into its own storage.
 struct session_layer {
-  layer_desc desc;                     ///< weights here are fused, balanced, fake-quantized
+  /// The engine's description, its views pointing at the session's working tensors after
+  /// create (take_layer_tensors): `weight` (float32, C order) at `weight_out`, which is the
+  /// engine's buffer or `weight_storage`, fused, balanced and fake-quantized as the phases go;
+  /// `bias` at `bias_storage`.
+  layer_desc desc;
+  std::vector<float> weight_storage;   ///< the working weight when the engine gave no weight_out
+  std::vector<float> bias_storage;     ///< the working bias as float32 (fused ones included)
   resolved_layer plan;                 ///< the resolved config entry
   bool fused = false;                  ///< BatchNorm folded into weight/bias
   std::vector<float> balance_factors;  ///< DMQ factors (Cin), empty without DMQ
@@ -89,7 +95,48 @@ struct session_layer {
   double weight_sqnr_db = 0.0;
   /// AdaRound layers: weights whose learned rounding differs from round-to-nearest.
   std::size_t ada_changed = 0;
+
+  session_layer() = default;
+  session_layer(session_layer&&) = default;  // vectors keep their memory when moved
+  session_layer& operator=(session_layer&&) = default;
+  session_layer(const session_layer&) = delete;
+  session_layer& operator=(const session_layer&) = delete;
+  ~session_layer() = default;
 };
+
+/// Phase 0, at create: the layer's weight (any dtype and strides) as float32 in C order at its
+/// weight_out, or in weight_storage, and its bias in bias_storage; `desc`'s views then point at
+/// them. E801 for a view that cannot be read or a weight_out that overlaps a weight it is not
+/// the float32 C-order memory of.
+[[nodiscard]] inline result<> take_layer_tensors(session_layer& l) {
+  layer_desc& d = l.desc;
+  const auto fail = [&](const error& e) {
+    return make_error(errc::session_layer_invalid, "layer '" + d.name + "': " + e.message);
+  };
+  if (d.type != layer_type::avg_pool2d) {
+    d.weight.name = d.name + ".weight";
+    if (d.weight_out == nullptr) {
+      if (auto st = check_tensor_view(d.weight); !st)
+        return fail(st.error());
+      l.weight_storage.resize(d.weight.size());
+      d.weight_out = l.weight_storage.data();
+    } else if (auto st = check_output_buffer(d.weight, d.weight_out); !st) {
+      return fail(st.error());
+    }
+    if (d.weight_out != d.weight.in_place())
+      d.weight.convert(0, d.weight.size(), d.weight_out);
+    d.weight = view_of(d.weight_out, d.weight.shape, d.weight.name);
+  }
+  if (d.bias) {
+    d.bias->name = d.name + ".bias";
+    if (auto st = check_tensor_view(*d.bias); !st)
+      return fail(st.error());
+    l.bias_storage.resize(d.bias->size());
+    d.bias->convert(0, d.bias->size(), l.bias_storage.data());
+    d.bias = view_of(l.bias_storage.data(), {l.bias_storage.size()}, d.bias->name);
+  }
+  return {};
+}
 
 /// Whether the layer's weights are AdaRound's: the policy make_layer_calibrator picks for its
 /// plan (weight_algo_of: ADA where the type supports it, otherwise the toolkit's ARQ defaults),

@@ -31,7 +31,8 @@ inline namespace PTQ_ABI_NAMESPACE {
 /// One of this rank's activation batches of a layer: its i-th is the global batch
 /// rank + i·count, pass 1 for the first shard_batch_count of them, then (after the exchange)
 /// pass 2 for as many again.
-[[nodiscard]] inline result<> observe_layer_batch_sharded(session_layer& l, const tensor_ref& input,
+[[nodiscard]] inline result<> observe_layer_batch_sharded(session_layer& l,
+                                                          const tensor_view& input,
                                                           const batch_context& ctx) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;

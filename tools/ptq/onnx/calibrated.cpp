@@ -228,7 +228,7 @@ void write_layer(onnx::GraphProto& g, graph_edit& edit, layer_work& w) {
     return;
   if (has_codes(w))
     dequantize_codes(w);
-  const std::vector<std::size_t> shape(m.desc.weight.shape().begin(), m.desc.weight.shape().end());
+  const std::vector<std::size_t>& shape = m.desc.weight.shape;
   std::vector<std::int64_t> dims;
   const auto values = to_model_layout(w.weight, shape, node, dims);
   edit.set_float_input(w.node, 1, dims, values);
@@ -251,7 +251,7 @@ void insert_dmq_div(onnx::GraphProto& g, graph_edit& edit, const layer_work& w) 
   auto& node = *g.mutable_node(w.node);
   std::vector<std::int64_t> dims = {static_cast<std::int64_t>(w.divide.size())};
   if (w.manifest->desc.type != ptq::layer_type::linear) {  // [C, 1, …]: along axis 1
-    for (std::size_t d = 2; d < w.manifest->desc.weight.dimension(); ++d)
+    for (std::size_t d = 2; d < w.manifest->desc.weight.rank(); ++d)
       dims.push_back(1);
   }
   const std::string& name = w.manifest->desc.name;
@@ -280,8 +280,7 @@ struct node_tensors {
   // ncnn's onnx2ncnn names a layer by its node's name, or its first output without one.
   d.node = node < 0 || g.node(node).name().empty() ? d.output : g.node(node).name();
   d.codes = std::move(w.codes);
-  d.weight_shape.assign(w.manifest->desc.weight.shape().begin(),
-                        w.manifest->desc.weight.shape().end());
+  d.weight_shape = w.manifest->desc.weight.shape;
   d.channel_scale = std::move(w.channel_scale);
   d.bias = std::move(w.bias);
   d.fused_batch_norm = w.calibration->fused;

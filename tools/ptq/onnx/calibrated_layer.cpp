@@ -11,7 +11,7 @@ namespace ptq_cli::onnx_tool {
 
 weight_channels channels_of(const ptq::manifest_layer& m) {
   weight_channels w;
-  const auto& s = m.desc.weight.shape();
+  const auto& s = m.desc.weight.shape;
   const std::size_t n = m.desc.weight.size();
   w.channel.resize(n);
   if (ptq::is_conv_transpose(m.desc.type)) {

@@ -79,13 +79,12 @@ namespace ot = onnx_tool;
     calibrated_layer c;
     c.fused = fused;
     const auto& desc = fused ? sl->desc : l.desc;
-    c.weight.assign(desc.weight.begin(), desc.weight.end());
+    c.weight = ptq::copy_values(desc.weight);
     if (desc.bias)
-      c.bias.assign(desc.bias->begin(), desc.bias->end());
+      c.bias = ptq::copy_values(*desc.bias);
     if (row != nullptr && !row->dmq_factors.empty()) {
-      std::vector<std::size_t> shape(desc.weight.shape().begin(), desc.weight.shape().end());
-      if (auto st = ptq::dmq_apply_to_weight(c.weight.data(), shape, desc.type, desc.conv.groups,
-                                             row->dmq_factors);
+      if (auto st = ptq::dmq_apply_to_weight(c.weight.data(), desc.weight.shape, desc.type,
+                                             desc.conv.groups, row->dmq_factors);
           !st) {
         return make_error(errc::onnx_unsupported,
                           "layer '" + l.desc.name + "': " + st.error().message);
@@ -105,8 +104,8 @@ namespace ot = onnx_tool;
     for (const auto& r : run.layers) {
       if (r.desc.name != l.desc.name || l.desc.type == ptq::layer_type::avg_pool2d)
         continue;
-      if (r.desc.weight.shape() != l.desc.weight.shape() ||
-          !std::equal(r.desc.weight.begin(), r.desc.weight.end(), l.desc.weight.begin())) {
+      if (r.desc.weight.shape != l.desc.weight.shape ||
+          ptq::copy_values(r.desc.weight) != ptq::copy_values(l.desc.weight)) {
         return make_error(errc::onnx_layer_unmatched,
                           "layer '" + l.desc.name + "': the weight '" + l.weight_name + "' of '" +
                               onnx_path +

@@ -29,8 +29,13 @@ struct dmq_settings {
 
 /// Per input channel max|X| (axis 1 for convolutions, the last axis for Linear).
 [[nodiscard]] inline result<std::vector<float>> activation_channel_absmax(
-    const tensor_ref& x, layer_type op, const kernels::kernel_set& k = kernels::default_kernels()) {
-  auto mm = checked_minmax(x.name, x.data, x.size(), k.minmax);
+    const tensor_view& x, layer_type op,
+    const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = check_tensor_view(x); !st)
+    return st.error();
+  std::vector<float> scratch;
+  const float* data = float_values(x, scratch);
+  auto mm = checked_minmax(x.name, data, x.size(), k.minmax);
   if (!mm)
     return mm.error();
   if (dmq_channel_last(op)) {
@@ -41,7 +46,7 @@ struct dmq_settings {
     const std::size_t rows = x.size() / cin;
     std::vector<float> a(cin, 0.0f);
     for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = x.data + r * cin;
+      const float* row = data + r * cin;
       for (std::size_t c = 0; c < cin; ++c) {
         const float v = std::fabs(row[c]);
         a[c] = v > a[c] ? v : a[c];
@@ -59,7 +64,7 @@ struct dmq_settings {
   std::vector<float> a(cin, 0.0f);
   for (std::size_t b = 0; b < n; ++b) {
     for (std::size_t c = 0; c < cin; ++c) {
-      const float m = k.absmax(x.data + (b * cin + c) * inner, inner);
+      const float m = k.absmax(data + (b * cin + c) * inner, inner);
       a[c] = m > a[c] ? m : a[c];
     }
   }
@@ -68,12 +73,16 @@ struct dmq_settings {
 
 /// Per input channel max|W| (weight in native layout; the Cin-first view of docs/numerics.md).
 [[nodiscard]] inline result<std::vector<float>> weight_channel_absmax(
-    const tensor_ref& w, layer_type op, std::size_t groups,
+    const tensor_view& w, layer_type op, std::size_t groups,
     const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = check_tensor_view(w); !st)
+    return st.error();
   auto geo = output_channels(w.shape, op, groups, w.name);  // validates rank, groups, emptiness
   if (!geo)
     return geo.error();
-  auto mm = checked_minmax(w.name, w.data, w.size(), k.minmax);
+  std::vector<float> scratch;
+  const float* data = float_values(w, scratch);
+  auto mm = checked_minmax(w.name, data, w.size(), k.minmax);
   if (!mm)
     return mm.error();
   const auto& s = w.shape;
@@ -81,7 +90,7 @@ struct dmq_settings {
     const std::size_t cin = s[0], row = w.size() / cin;
     std::vector<float> a(cin);
     for (std::size_t c = 0; c < cin; ++c)
-      a[c] = k.absmax(w.data + c * row, row);
+      a[c] = k.absmax(data + c * row, row);
     return a;
   }
   if (op == layer_type::linear) {  // [Cout, Cin]
@@ -89,7 +98,7 @@ struct dmq_settings {
     std::vector<float> a(cin, 0.0f);
     for (std::size_t o = 0; o < cout; ++o) {
       for (std::size_t c = 0; c < cin; ++c) {
-        const float v = std::fabs(w.data[o * cin + c]);
+        const float v = std::fabs(data[o * cin + c]);
         a[c] = v > a[c] ? v : a[c];
       }
     }
@@ -102,7 +111,7 @@ struct dmq_settings {
   for (std::size_t o = 0; o < cout; ++o) {
     const std::size_t gi = o / cout_g;
     for (std::size_t ci = 0; ci < cin_g; ++ci) {
-      const float m = k.absmax(w.data + (o * cin_g + ci) * ksz, ksz);
+      const float m = k.absmax(data + (o * cin_g + ci) * ksz, ksz);
       float& dst = a[gi * cin_g + ci];
       dst = m > dst ? m : dst;
     }
@@ -175,7 +184,7 @@ struct dmq_settings {
 
 /// DMQ factors (tensor_balance_factor, length Cin) of one layer.
 [[nodiscard]] inline result<std::vector<float>> dmq_factors(
-    const tensor_ref& act, const tensor_ref& weight, layer_type op, std::size_t groups,
+    const tensor_view& act, const tensor_view& weight, layer_type op, std::size_t groups,
     const dmq_settings& s, const kernels::kernel_set& k = kernels::default_kernels()) {
   if (op == layer_type::avg_pool2d) {
     return make_error(errc::invalid_argument, "DMQ does not support AvgPool2d");

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ptq/algorithms/activations/activation.hpp"
-#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/hfmg_bins.hpp"
@@ -258,15 +258,16 @@ class hfmg_observer {
                          std::string name = "activation")
       : s_(s), k_(k), name_(std::move(name)) {}
 
-  [[nodiscard]] result<> observe(const float* x, std::size_t n) {
-    return observe(stored_values{reinterpret_cast<const char*>(x), n, stored_type::f32});
-  }
-  /// Adds one batch of stored values (a mapped float16 file, say), read twice (min/max, then the
-  /// histogram) a block at a time, so it is never converted whole (stored_batch.hpp).
-  [[nodiscard]] result<> observe(const stored_values& v) {
+  [[nodiscard]] result<> observe(const float* x, std::size_t n) { return observe(view_of(x, {n})); }
+  /// Adds one batch in any layout a tensor_view reads (a mapped float16 file, a strided
+  /// tensor), read twice (min/max, then the histogram) a block at a time, so it is never
+  /// converted whole (view_blocks.hpp). E909 for a view it cannot read.
+  [[nodiscard]] result<> observe(const tensor_view& v) {
     if (auto st = check_settings(); !st)
       return st;
     const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
+    if (std::string problem = tensor_view_problem(v); !problem.empty())
+      return make_error(errc::tensor_view_invalid, label + ": " + problem);
     auto mm = checked_minmax(label, v, k_, s_.threads);
     if (!mm)
       return mm.error();
@@ -276,13 +277,13 @@ class hfmg_observer {
       h.lo = mn;
       h.hi = mx;
       h.counts.assign(s_.num_of_bins, 0);
-      stored_histogram(k_, v, h.lo, h.hi, s_.num_of_bins, h.counts.data(), s_.threads);
+      view_histogram(k_, v, h.lo, h.hi, s_.num_of_bins, h.counts.data(), s_.threads);
     } else {
       hfmg_histogram fresh;
       fresh.lo = mn < h.lo ? mn : h.lo;
       fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
-      stored_histogram(k_, v, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(), s_.threads);
+      view_histogram(k_, v, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(), s_.threads);
       hfmg_merge_into(h, fresh);
       h = std::move(fresh);
     }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ptq/algorithms/activations/activation.hpp"
-#include "ptq/algorithms/activations/stored_batch.hpp"
+#include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/huge_pages.hpp"
@@ -260,16 +260,20 @@ class ifmr_observer {
     ++state_.batches;
     return {};
   }
-  /// Adds one batch of stored values (a mapped float16 file, say), converted straight into the
-  /// kept data: no copy of its own. The same data and errors as observe() of the converted batch.
-  [[nodiscard]] result<> observe(const stored_values& v) {
-    if (const float* x = v.in_place())
-      return observe(x, v.count);
+  /// Adds one batch in any layout a tensor_view reads (a mapped float16 file, a strided
+  /// tensor), converted straight into the kept data: no copy of its own. The same data and
+  /// errors as observe() of its float32 values in C order; E909 for a view it cannot read.
+  [[nodiscard]] result<> observe(const tensor_view& v) {
     const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
+    if (std::string problem = tensor_view_problem(v); !problem.empty())
+      return make_error(errc::tensor_view_invalid, label + ": " + problem);
+    if (const float* x = v.in_place())
+      return observe(x, v.size());
+    const std::size_t n = v.size();
     const std::size_t old = state_.data.size();
-    state_.data.resize(old + v.count);
-    convert_stored(v, state_.data.data() + old, s_.threads);
-    auto mm = checked_minmax(label, state_.data.data() + old, v.count,
+    state_.data.resize(old + n);
+    convert_view(v, state_.data.data() + old, s_.threads);
+    auto mm = checked_minmax(label, state_.data.data() + old, n,
                              kernels::threaded_minmax{k_, s_.threads});
     if (!mm) {
       state_.data.resize(old);

@@ -1,4 +1,4 @@
-// Layer kinds, tensor references and the per-channel geometry of weights (docs/numerics.md, ARQ
+// Layer kinds, tensor shapes and the per-channel geometry of weights (docs/numerics.md, ARQ
 // and DMQ): the output channel axis for ARQ (with the ConvTranspose rearrangement with groups,
 // computed without a copy) and the input channel axis for DMQ. No xtensor: the rearranged copy
 // the tests compare with is tests/support/rearrange.hpp.
@@ -14,7 +14,7 @@
 
 #include "ptq/core/error.hpp"
 #include "ptq/core/layer_type.hpp"
-#include "ptq/core/stored_values.hpp"
+#include "ptq/core/tensor_view.hpp"
 #include "ptq/kernels/minmax.hpp"
 
 namespace ptq {
@@ -37,45 +37,6 @@ inline namespace PTQ_ABI_NAMESPACE {
       return 0;
   }
   return 0;
-}
-
-/// The number of values a tensor of `shape` holds (1 for a scalar).
-[[nodiscard]] inline std::size_t shape_size(const std::vector<std::size_t>& shape) noexcept {
-  std::size_t n = 1;
-  for (auto d : shape)
-    n *= d;
-  return n;
-}
-
-/// A read-only, C-ordered tensor in caller memory, with a name for error messages.
-struct tensor_ref {
-  const float* data = nullptr;
-  std::vector<std::size_t> shape;
-  std::string name = "tensor";
-
-  [[nodiscard]] std::size_t size() const noexcept { return shape_size(shape); }
-};
-
-/// A tensor_ref whose values are as a file stores them (float32 or float16, usually in a mapped
-/// file): what calibration_session::feed takes so that a float16 input is converted a block at
-/// a time, never as a float32 copy of its own.
-struct stored_tensor_ref {
-  stored_values values;
-  std::vector<std::size_t> shape;
-  std::string name = "tensor";
-
-  [[nodiscard]] std::size_t size() const noexcept { return values.count; }
-};
-
-/// A tensor_ref of a contiguous row-major container with data() and shape() (an xtensor
-/// container or adaptor, for example; no copy).
-template <class C>
-[[nodiscard]] tensor_ref as_tensor_ref(const C& c, std::string name = "tensor") {
-  tensor_ref t;
-  t.data = c.data();
-  t.shape.assign(c.shape().begin(), c.shape().end());
-  t.name = std::move(name);
-  return t;
 }
 
 [[nodiscard]] inline std::string shape_string(const std::vector<std::size_t>& s) {

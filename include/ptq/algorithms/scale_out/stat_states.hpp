@@ -64,7 +64,7 @@ struct channel_absmax_state {
 
 /// One input batch of the layer (`op` says where its channel axis is). Errors: those of
 /// activation_channel_absmax, and a channel count that differs from earlier batches'.
-[[nodiscard]] inline result<> observe(channel_absmax_state& st, const tensor_ref& x, layer_type op,
+[[nodiscard]] inline result<> observe(channel_absmax_state& st, const tensor_view& x, layer_type op,
                                       const kernels::kernel_set& k) {
   auto a = activation_channel_absmax(x, op, k);
   if (!a)

@@ -229,7 +229,8 @@ namespace detail {
 /// The soft rounding before the first step: each weight's channel scale (of the KL `scales`),
 /// its floor on the grid, and α from the fractional part.
 [[nodiscard]] inline result<ada_state> initial_ada_state(const ada_problem& p,
-                                                         const tensor_ref& wref, std::size_t groups,
+                                                         const tensor_view& wref,
+                                                         std::size_t groups,
                                                          const weight_quant_result& scales) {
   const std::size_t nw = wref.size();
   ada_state st;
@@ -381,7 +382,7 @@ namespace detail {
   if (auto st = detail::check_ada_problem(p, s); !st)
     return st.error();
   const layer_geometry& geo = p.geometry;
-  const tensor_ref wref{p.weight, weight_shape(geo), p.name + ".weight"};
+  const tensor_view wref = view_of(p.weight, weight_shape(geo), p.name + ".weight");
   const std::size_t groups = geo.type == layer_type::linear ? 1 : geo.groups;
   auto scales = ada_kl_calibrate(wref, geo.type, groups, s.channel_wise, k);
   if (!scales)

@@ -238,16 +238,20 @@ template <class Fill>
 /// o = gi·(Cout/g) + j): one KL search per output channel, or one over the whole tensor.
 /// Symmetric 8-bit, offsets 0. Which layer types may use ADA is the config resolver's business.
 [[nodiscard]] inline result<weight_quant_result> ada_kl_calibrate(
-    const tensor_ref& w, layer_type op, std::size_t groups, bool channel_wise,
+    const tensor_view& w, layer_type op, std::size_t groups, bool channel_wise,
     const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = check_tensor_view(w); !st)
+    return st.error();
   auto geo = output_channels(w.shape, op, groups, w.name);
   if (!geo)
     return geo.error();
   const channel_geometry& g = geo.value();
+  std::vector<float> scratch;
+  const float* data = float_values(w, scratch);
   weight_quant_result out;
   out.bits = 8;
   if (!channel_wise) {
-    auto r = kl_init_scale(w.data, w.size(), w.name, k);
+    auto r = kl_init_scale(data, w.size(), w.name, k);
     if (!r)
       return r.error();
     out.scale.push_back(r.value().scale);
@@ -256,18 +260,18 @@ template <class Fill>
   }
   // The whole tensor is checked first (like the toolkit's check_quant_data), so a NaN is
   // reported with its flat index whatever channel it is in.
-  auto all = checked_minmax(w.name, w.data, w.size(), k.minmax);
+  auto all = checked_minmax(w.name, data, w.size(), k.minmax);
   if (!all)
     return all.error();
   out.scale.reserve(g.channels);
   out.offset.assign(g.channels, 0);
   for (std::size_t o = 0; o < g.channels; ++o) {
     bool bad = false;
-    const kernels::minmax_result m = detail::channel_minmax(w.data, g, o, k, bad);
+    const kernels::minmax_result m = detail::channel_minmax(data, g, o, k, bad);
     const float absmax = std::fmax(std::fabs(m.min), std::fabs(m.max));
     auto r = detail::kl_search(absmax, w.name, o, [&](float lo, float hi, std::int64_t* counts) {
       for (std::size_t s = 0; s < g.segments_per_channel; ++s)
-        k.histogram(w.data + g.offset(o, s), g.segment, lo, hi, kl_histogram_bins, counts);
+        k.histogram(data + g.offset(o, s), g.segment, lo, hi, kl_histogram_bins, counts);
     });
     if (!r)
       return r.error();

@@ -1,6 +1,6 @@
 // ARQ weight quantization (docs/numerics.md, ARQ): per-tensor or per-output-channel min/max fed to
-// the symmetric min/max kernel (offset 0, an all-zero channel gets scale 1), fake-quantization in
-// place and integer weights into caller buffers.
+// the symmetric min/max kernel (offset 0, an all-zero channel gets scale 1), fake-quantization
+// (in place or into a caller buffer) and integer weights into caller buffers.
 // Depends on: core and kernels.
 #pragma once
 
@@ -51,16 +51,20 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
 /// ARQ: scale_w / offset_w of a weight in native layout ([Cout, Cin/g, k...] for Conv, [Cout, Cin]
 /// for Linear, [Cin, Cout/g, k...] for ConvTranspose).
 [[nodiscard]] inline result<weight_quant_result> arq_calibrate(
-    const tensor_ref& w, layer_type op, std::size_t groups, const arq_settings& s,
+    const tensor_view& w, layer_type op, std::size_t groups, const arq_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   if (!valid_bits(s.bits)) {
     return make_error(errc::invalid_argument,
                       w.name + ": bits must be in [2, 16], got " + std::to_string(s.bits));
   }
+  if (auto st = check_tensor_view(w); !st)
+    return st.error();
   auto geo = output_channels(w.shape, op, groups, w.name);
   if (!geo)
     return geo.error();
   const channel_geometry& g = geo.value();
+  std::vector<float> scratch;
+  const float* data = float_values(w, scratch);
   weight_quant_result out;
   out.bits = s.bits;
   // A scale that is not finite (a range that overflows a float) names the tensor and the
@@ -77,7 +81,7 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
     return {};
   };
   if (!s.channel_wise) {
-    auto all = checked_minmax(w.name, w.data, w.size(), k.minmax);
+    auto all = checked_minmax(w.name, data, w.size(), k.minmax);
     if (!all)
       return all.error();
     auto st = push(all.value().max, all.value().min);
@@ -92,9 +96,9 @@ inline kernels::minmax_result channel_minmax(const float* w, const channel_geome
   bool bad = false;
   std::vector<kernels::minmax_result> ranges(g.channels);
   for (std::size_t o = 0; o < g.channels; ++o)
-    ranges[o] = detail::channel_minmax(w.data, g, o, k, bad);
+    ranges[o] = detail::channel_minmax(data, g, o, k, bad);
   if (bad)
-    return checked_minmax(w.name, w.data, w.size(), k.minmax).error();
+    return checked_minmax(w.name, data, w.size(), k.minmax).error();
   for (const auto& m : ranges) {
     auto st = push(m.max, m.min);
     if (!st)
@@ -135,40 +139,57 @@ result<> for_each_channel_run(const std::vector<std::size_t>& shape, layer_type 
 
 }  // namespace detail
 
-/// Fake-quantizes a weight in place (native layout): W <- clamp(round(W/s), qmin, qmax) * s per
-/// output channel. ConvTranspose weights are fake-quantized too (a ptq decision).
+/// Fake-quantizes a weight (native layout) into out[0, w.size()) in C order: W <- clamp(round(W/s),
+/// qmin, qmax) * s per output channel. `out` may be the weight's own memory when the weight is
+/// float32 in C order (in place); memory the view reads otherwise is refused (E909).
+/// ConvTranspose weights are fake-quantized too (a ptq decision).
 [[nodiscard]] inline result<> arq_fake_quantize(
-    float* w, const std::vector<std::size_t>& shape, layer_type op, std::size_t groups,
-    const weight_quant_result& p, const kernels::kernel_set& k = kernels::default_kernels()) {
+    const tensor_view& w, layer_type op, std::size_t groups, const weight_quant_result& p,
+    float* out, const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = check_output_buffer(w, out); !st)
+    return st;
+  const float* src = w.in_place();
+  if (src == nullptr) {  // converted into `out`, then quantized there
+    w.convert(0, w.size(), out);
+    src = out;
+  }
   return detail::for_each_channel_run(
-      shape, op, groups, p, "weight",
+      w.shape, op, groups, p, w.name,
       [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
-        k.fake_quant(w + off, len, qz, w + off);
+        k.fake_quant(src + off, len, qz, out + off);
       });
 }
 
 /// Integer weights (native layout) into a caller buffer of w.size() elements.
 [[nodiscard]] inline result<> arq_quantize_int8(
-    const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
+    const tensor_view& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int8_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
   if (p.bits > 8) {
     return make_error(errc::invalid_argument,
                       w.name + ": int8 output for a " + std::to_string(p.bits) + "-bit quantizer");
   }
+  if (auto st = check_tensor_view(w); !st)
+    return st;
+  std::vector<float> scratch;
+  const float* data = float_values(w, scratch);
   return detail::for_each_channel_run(
       w.shape, op, groups, p, w.name,
       [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
-        k.quantize_i8(w.data + off, len, qz, out + off);
+        k.quantize_i8(data + off, len, qz, out + off);
       });
 }
 
 [[nodiscard]] inline result<> arq_quantize_int16(
-    const tensor_ref& w, layer_type op, std::size_t groups, const weight_quant_result& p,
+    const tensor_view& w, layer_type op, std::size_t groups, const weight_quant_result& p,
     std::int16_t* out, const kernels::kernel_set& k = kernels::default_kernels()) {
+  if (auto st = check_tensor_view(w); !st)
+    return st;
+  std::vector<float> scratch;
+  const float* data = float_values(w, scratch);
   return detail::for_each_channel_run(
       w.shape, op, groups, p, w.name,
       [&](std::size_t off, std::size_t len, const kernels::quantizer& qz) {
-        k.quantize_i16(w.data + off, len, qz, out + off);
+        k.quantize_i16(data + off, len, qz, out + off);
       });
 }
 
