@@ -51,7 +51,7 @@ static void BM_hfmg_finalize_4096(benchmark::State& state) {
   }
   state.counters["best_ms"] = best * 1e3;
   state.counters["candidates"] =
-      static_cast<double>(ptq::hfmg_search_range(obs.histogram().counts).size());
+      static_cast<double>(ptq::detail::hfmg_search_range(obs.histogram().counts).size());
   state.SetLabel(ptq_bench::kernels().arch_name);
 }
 BENCHMARK(BM_hfmg_finalize_4096)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -74,7 +74,7 @@ ptq::record_file record_of(long n) {
 std::string quant_json_text(long n) {
   std::vector<ptq::layer_info> layers;
   for (long i = 0; i < n; ++i)
-    layers.push_back({name_of(i), ptq::layer_type::conv2d, true, 16, 1});
+    layers.push_back({name_of(i), ptq::layer_type::conv2d, true, 16, 1, 16});
   const auto config = ptq::try_parse_config("batch_num: 1\n");
   return ptq::to_toolkit_json(ptq::resolve_config(config.value(), layers).value());
 }

@@ -9,7 +9,7 @@
 static void BM_topk_both_ends_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
   const auto& k = ptq_bench::kernels();
-  const std::size_t kk = ptq::ifmr_percentile_rank(0.999999, x.size());
+  const std::size_t kk = ptq::detail::ifmr_percentile_rank(0.999999, x.size());
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
     benchmark::DoNotOptimize(k.select_extremes(x.data(), x.size(), kk, kk));
   });
@@ -20,7 +20,7 @@ BENCHMARK(BM_topk_both_ends_16M)->UseManualTime()->Unit(benchmark::kMillisecond)
 static void BM_nth_element_both_ends_16M(benchmark::State& state) {
   const auto& x = ptq_bench::normal_data();
   std::vector<float> copy(x.size());
-  const std::size_t kk = ptq::ifmr_percentile_rank(0.999999, x.size());
+  const std::size_t kk = ptq::detail::ifmr_percentile_rank(0.999999, x.size());
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
     std::copy(x.begin(), x.end(), copy.begin());
     std::nth_element(copy.begin(), copy.end() - static_cast<long>(kk), copy.end());

@@ -11,6 +11,17 @@
 #include "ptq/session/record.hpp"
 
 namespace {
+
+/// A layer known by its channels alone (0: unknown), for the record's checks.
+ptq::layer_info channels(std::string name, std::uint32_t cout, std::uint32_t cin) {
+  ptq::layer_info l;
+  l.name = std::move(name);
+  if (cout != 0)
+    l.out_channels = cout;
+  if (cin != 0)
+    l.in_channels = cin;
+  return l;
+}
 constexpr std::size_t max_fuzz_input = std::size_t{64} << 10;
 }  // namespace
 
@@ -20,8 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto rec = ptq::try_parse_record(text);
   ptq_fuzz::check_result(rec);
-  static const std::vector<ptq::record_layer_shape> layers{
-      {"conv1", 4, 3}, {"fc", 10, 16}, {"pool", 0, 0}};
+  static const std::vector<ptq::layer_info> layers{channels("conv1", 4, 3), channels("fc", 10, 16),
+                                                   channels("pool", 0, 0)};
   ptq_fuzz::check_result(ptq::try_parse_record(text, &layers));
   if (rec.ok()) {
     const std::string written = ptq::write_record(rec.value());

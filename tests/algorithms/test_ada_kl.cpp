@@ -112,8 +112,8 @@ ref_result ref_search(const std::vector<float>& x) {
   return r;
 }
 
-ptq::kl_histogram to_counts(const std::vector<double>& h) {
-  ptq::kl_histogram c{};
+ptq::detail::kl_histogram to_counts(const std::vector<double>& h) {
+  ptq::detail::kl_histogram c{};
   for (std::size_t b = 0; b < 512; ++b)
     c[b] = static_cast<std::int64_t>(h[b]);
   return c;
@@ -188,7 +188,7 @@ TEST_CASE("kl: smoothing", "[ada][kl]") {
 TEST_CASE("kl: window scale in float32", "[ada][kl]") {
   // T = 1: width 1/256, every step exact: (1 - i/256) / 128.
   for (std::size_t i = 0; i < 20; ++i) {
-    CHECK(ptq::kl_window_scale(1.0f, i) ==
+    CHECK(ptq::detail::kl_window_scale(1.0f, i) ==
           static_cast<float>((1.0 - static_cast<double>(i) / 256.0) / 128.0));
   }
   // T = 1 + 2^-23: 3·width needs 25 bits, so the float32 product rounds before the subtraction.
@@ -196,18 +196,18 @@ TEST_CASE("kl: window scale in float32", "[ada][kl]") {
   const float width = (t + t) / 512.0f;
   const float step = 3.0f * width;
   CHECK(static_cast<double>(step) != 3.0 * static_cast<double>(width));
-  CHECK(ptq::kl_window_scale(t, 3) == (t - step) / 128.0f);
+  CHECK(ptq::detail::kl_window_scale(t, 3) == (t - step) / 128.0f);
 }
 
 TEST_CASE("kl: all-zero weight gives scale 1", "[ada][kl]") {
   const std::vector<float> w(37, 0.0f);
-  auto r = ptq::kl_init_scale(w.data(), w.size());
+  auto r = ptq::detail::kl_init_scale(w.data(), w.size());
   REQUIRE(r);
   CHECK(r.value().scale == 1.0f);
   CHECK(r.value().absmax == 0.0f);
   CHECK(r.value().window == 0);
   const std::vector<float> nz = {0.0f, -0.0f};
-  CHECK(ptq::kl_init_scale(nz.data(), nz.size()).value().scale == 1.0f);
+  CHECK(ptq::detail::kl_init_scale(nz.data(), nz.size()).value().scale == 1.0f);
 }
 
 TEST_CASE("kl: one value per bin (uniform) keeps the full range", "[ada][kl]") {
@@ -220,7 +220,7 @@ TEST_CASE("kl: one value per bin (uniform) keeps the full range", "[ada][kl]") {
   w.push_back(-1.0f);
   w.push_back(1.0f);
   for (const auto& k : kernel_sets()) {
-    auto r = ptq::kl_init_scale(w.data(), w.size(), "w", k);
+    auto r = ptq::detail::kl_init_scale(w.data(), w.size(), "w", k);
     REQUIRE(r);
     CHECK(r.value().absmax == 1.0f);
     CHECK(r.value().window == 0);
@@ -231,7 +231,7 @@ TEST_CASE("kl: one value per bin (uniform) keeps the full range", "[ada][kl]") {
   // Scaled by a power of two the bins are the same and the scale scales exactly.
   for (auto& v : w)
     v *= 0.25f;
-  CHECK(ptq::kl_init_scale(w.data(), w.size()).value().scale == 0.25f / 128.0f);
+  CHECK(ptq::detail::kl_init_scale(w.data(), w.size()).value().scale == 0.25f / 128.0f);
 }
 
 TEST_CASE("kl: equal bin pairs make window 1 lossless", "[ada][kl]") {
@@ -249,23 +249,23 @@ TEST_CASE("kl: equal bin pairs make window 1 lossless", "[ada][kl]") {
   }
   w.push_back(1.0f);
   for (const auto& k : kernel_sets()) {
-    auto r = ptq::kl_init_scale(w.data(), w.size(), "w", k);
+    auto r = ptq::detail::kl_init_scale(w.data(), w.size(), "w", k);
     REQUIRE(r);
     CHECK(r.value().window == 1);
     CHECK(r.value().scale == 255.0f / 32768.0f);  // (1 - 1/256) / 128
   }
   CHECK(ref_search(w).window == 1);
   const std::vector<double> h = ref_histogram(w, 1.0f);
-  const ptq::kl_histogram counts = to_counts(h);
+  const ptq::detail::kl_histogram counts = to_counts(h);
   // Drop the maximum: window 1 is then exactly lossless (KL 0, not just the smallest).
-  ptq::kl_histogram no_max = counts;
+  ptq::detail::kl_histogram no_max = counts;
   no_max[511] = 0;
-  CHECK(ptq::kl_window_divergence(no_max, 1) == 0.0);
+  CHECK(ptq::detail::kl_window_divergence(no_max, 1) == 0.0);
   for (std::size_t i = 0; i < 20; ++i) {
-    const double kl = ptq::kl_window_divergence(counts, i);
+    const double kl = ptq::detail::kl_window_divergence(counts, i);
     CHECK(kl == Approx(ref_divergence(h, static_cast<int>(i))).epsilon(1e-12));
     if (i != 1)
-      CHECK(kl > ptq::kl_window_divergence(counts, 1));
+      CHECK(kl > ptq::detail::kl_window_divergence(counts, 1));
   }
 }
 
@@ -274,26 +274,26 @@ TEST_CASE("kl: ties keep the first window", "[ada][kl]") {
   // Q equals P, so all 20 divergences are exactly 0 and the first window wins (a `<=` search
   // would pick the last).
   const std::vector<float> w(100, 0.75f);
-  ptq::kl_histogram h{};
+  ptq::detail::kl_histogram h{};
   h[511] = 100;
   for (std::size_t i = 0; i < 20; ++i)
-    CHECK(ptq::kl_window_divergence(h, i) == 0.0);
-  CHECK(ptq::kl_best_window(h) == 0);
-  auto r = ptq::kl_init_scale(w.data(), w.size());
+    CHECK(ptq::detail::kl_window_divergence(h, i) == 0.0);
+  CHECK(ptq::detail::kl_best_window(h) == 0);
+  auto r = ptq::detail::kl_init_scale(w.data(), w.size());
   REQUIRE(r);
   CHECK(r.value().window == 0);
   CHECK(r.value().scale == 0.75f / 128.0f);
   // Mass split between both ends ties as well (each end group holds one nonzero bin).
-  ptq::kl_histogram ends{};
+  ptq::detail::kl_histogram ends{};
   ends[0] = 3;
   ends[511] = 5;
   for (std::size_t i = 0; i < 20; ++i)
-    CHECK(ptq::kl_window_divergence(ends, i) == 0.0);
-  CHECK(ptq::kl_best_window(ends) == 0);
+    CHECK(ptq::detail::kl_window_divergence(ends, i) == 0.0);
+  CHECK(ptq::detail::kl_best_window(ends) == 0);
   // An all-zero histogram has no distribution: +Inf, and the search stays at window 0.
-  const ptq::kl_histogram empty{};
-  CHECK(ptq::kl_window_divergence(empty, 0) == std::numeric_limits<double>::infinity());
-  CHECK(ptq::kl_best_window(empty) == 0);
+  const ptq::detail::kl_histogram empty{};
+  CHECK(ptq::detail::kl_window_divergence(empty, 0) == std::numeric_limits<double>::infinity());
+  CHECK(ptq::detail::kl_best_window(empty) == 0);
 }
 
 TEST_CASE("kl: random weights with outliers match the plain-loop search", "[ada][kl]") {
@@ -312,7 +312,7 @@ TEST_CASE("kl: random weights with outliers match the plain-loop search", "[ada]
     const ref_result ref = ref_search(w);
     narrower += ref.window > 0 ? 1 : 0;
     for (const auto& k : kernel_sets()) {
-      auto r = ptq::kl_init_scale(w.data(), w.size(), "w", k);
+      auto r = ptq::detail::kl_init_scale(w.data(), w.size(), "w", k);
       REQUIRE(r);
       INFO("seed " << seed << " kernels " << k.arch_name);
       CHECK(static_cast<int>(r.value().window) == ref.window);
@@ -342,7 +342,7 @@ TEST_CASE("kl: per tensor vs per output channel", "[ada][kl]") {
   for (std::size_t o = 0; o < 4; ++o) {
     const std::vector<float> row(w.begin() + static_cast<std::ptrdiff_t>(o * 18),
                                  w.begin() + static_cast<std::ptrdiff_t>((o + 1) * 18));
-    CHECK(pc.value().scale[o] == ptq::kl_init_scale(row.data(), row.size()).value().scale);
+    CHECK(pc.value().scale[o] == ptq::detail::kl_init_scale(row.data(), row.size()).value().scale);
     CHECK(pc.value().scale[o] == ref_search(row).scale);
   }
   CHECK(pc.value().scale[2] == 1.0f);
@@ -403,11 +403,11 @@ TEST_CASE("kl: errors", "[ada][kl]") {
     CHECK(r.error().message == "conv1.weight: NaN at flat index 17");
   }
   w[17] = -std::numeric_limits<float>::infinity();
-  auto inf = ptq::kl_init_scale(w.data(), w.size(), "x");
+  auto inf = ptq::detail::kl_init_scale(w.data(), w.size(), "x");
   REQUIRE_FALSE(inf);
   CHECK(inf.error().message == "x: -Inf at flat index 17");
 
-  auto empty = ptq::kl_init_scale(w.data(), 0, "x");
+  auto empty = ptq::detail::kl_init_scale(w.data(), 0, "x");
   REQUIRE_FALSE(empty);
   CHECK(empty.error().code == ptq::errc::empty_tensor);
   const ptq::tensor_view none = ptq::view_of(w.data(), {0, 3, 2, 2}, "conv2.weight");
@@ -427,6 +427,6 @@ TEST_CASE("kl: errors", "[ada][kl]") {
   REQUIRE_FALSE(huge);
   CHECK(huge.error().code == ptq::errc::out_of_range);
   CHECK(huge.error().message.rfind("fc.weight channel 1: max|w|", 0) == 0);
-  big[5] = ptq::kl_max_absmax;
+  big[5] = ptq::detail::kl_max_absmax;
   CHECK(ptq::ada_kl_calibrate(tb, ptq::layer_type::linear, 1, true));
 }

@@ -83,19 +83,20 @@ struct linear_case {
 
 TEST_CASE("rectified sigmoid, alpha initialisation and beta schedule", "[ada]") {
   for (float f = 0.0f; f < 1.0f; f += 0.0625f)
-    CHECK(ptq::ada_rectified_sigmoid(ptq::ada_alpha_init(f)) == Approx(f).margin(1e-6));
-  CHECK(ptq::ada_rectified_sigmoid(-100.0f) == 0.0f);  // clamped below
-  CHECK(ptq::ada_rectified_sigmoid(100.0f) == 1.0f);   // clamped above
-  CHECK(ptq::ada_rectified_sigmoid(0.0f) == 0.5f);     // 0.5·1.2 − 0.1
+    CHECK(ptq::detail::ada_rectified_sigmoid(ptq::detail::ada_alpha_init(f)) ==
+          Approx(f).margin(1e-6));
+  CHECK(ptq::detail::ada_rectified_sigmoid(-100.0f) == 0.0f);  // clamped below
+  CHECK(ptq::detail::ada_rectified_sigmoid(100.0f) == 1.0f);   // clamped above
+  CHECK(ptq::detail::ada_rectified_sigmoid(0.0f) == 0.5f);     // 0.5·1.2 − 0.1
   // β: start at the warm start, halfway at the middle, towards end at the last iteration.
-  CHECK(ptq::ada_beta(200, 200.0, 1000, 20.0f, 2.0f) == 20.0f);
-  CHECK(ptq::ada_beta(600, 200.0, 1000, 20.0f, 2.0f) == Approx(11.0f));
-  CHECK(ptq::ada_beta(1000, 200.0, 1000, 20.0f, 2.0f) == Approx(2.0f));
+  CHECK(ptq::detail::ada_beta(200, 200.0, 1000, 20.0f, 2.0f) == 20.0f);
+  CHECK(ptq::detail::ada_beta(600, 200.0, 1000, 20.0f, 2.0f) == Approx(11.0f));
+  CHECK(ptq::detail::ada_beta(1000, 200.0, 1000, 20.0f, 2.0f) == Approx(2.0f));
 }
 
 TEST_CASE("one Adam step moves by the learning rate (torch's first step)", "[ada]") {
-  const ptq::adam_params a;
-  const auto c = ptq::adam_constants(a, 1);
+  const ptq::detail::adam_params a;
+  const auto c = ptq::detail::adam_constants(a, 1);
   CHECK(c.step_size == Approx(1e-2f));              // 1e-3 / (1 − 0.9)
   CHECK(c.sqrt_bias2 == Approx(std::sqrt(1e-3f)));  // sqrt(1 − 0.999)
   // One weight with sigmoid(α) = 0.5 (h = 0.5, inside both clamps), s = 1, no regulariser:
@@ -293,7 +294,7 @@ TEST_CASE("num_iteration 0: h stays the fractional part, hard-rounded at 0.5", "
     const float sc = r.value().params.scale[i / 8];
     const float v = c.w[i] / sc;
     const float f = std::floor(v);
-    const float h = ptq::ada_rectified_sigmoid(ptq::ada_alpha_init(v - f));
+    const float h = ptq::detail::ada_rectified_sigmoid(ptq::detail::ada_alpha_init(v - f));
     CHECK(r.value().weight[i] == std::clamp(f + (h >= 0.5f ? 1.0f : 0.0f), -128.0f, 127.0f) * sc);
   }
 }

@@ -238,28 +238,28 @@ TEST_CASE("ARQ: bits, zero rows, int outputs and errors", "[algorithms][arq]") {
 
 TEST_CASE("IFMR: toolkit candidate counts and the inclusive rule", "[algorithms][ifmr]") {
   ptq::ifmr_settings s;
-  CHECK(ptq::ifmr_ratios(s).value().size() == 61);
+  CHECK(ptq::detail::ifmr_ratios(s).value().size() == 61);
   s.search_range_start = 0.8;
   s.search_range_end = 1.2;
   s.search_step = 0.02;
-  CHECK(ptq::ifmr_ratios(s).value().size() == 20);
+  CHECK(ptq::detail::ifmr_ratios(s).value().size() == 20);
   s.search_range_start = 0.5;
   s.search_range_end = 1.5;
   s.search_step = 0.1;
-  CHECK(ptq::ifmr_ratios(s).value().size() == 10);
+  CHECK(ptq::detail::ifmr_ratios(s).value().size() == 10);
   s.candidates = ptq::candidate_rule::inclusive;
-  CHECK(ptq::ifmr_ratios(s).value().size() == 11);
-  CHECK(ptq::ifmr_ratios(s).value().back() == 1.5f);
+  CHECK(ptq::detail::ifmr_ratios(s).value().size() == 11);
+  CHECK(ptq::detail::ifmr_ratios(s).value().back() == 1.5f);
   s.search_range_start = 0.8;
   s.search_range_end = 1.2;
   s.search_step = 0.02;
-  CHECK(ptq::ifmr_ratios(s).value().size() == 21);
+  CHECK(ptq::detail::ifmr_ratios(s).value().size() == 21);
   s.search_step = 0.0;
-  CHECK_FALSE(ptq::ifmr_ratios(s).ok());
+  CHECK_FALSE(ptq::detail::ifmr_ratios(s).ok());
   // percentile ranks
-  CHECK(ptq::ifmr_percentile_rank(0.999999, 16777216) == 17);  // 16M = 2^24
-  CHECK(ptq::ifmr_percentile_rank(1.0, 100) == 1);
-  CHECK(ptq::ifmr_percentile_rank(0.99, 1000) == 10);
+  CHECK(ptq::detail::ifmr_percentile_rank(0.999999, 16777216) == 17);  // 16M = 2^24
+  CHECK(ptq::detail::ifmr_percentile_rank(1.0, 100) == 1);
+  CHECK(ptq::detail::ifmr_percentile_rank(0.99, 1000) == 10);
 }
 
 TEST_CASE("IFMR agrees with a plain loop on randomized cases", "[algorithms][ifmr]") {
@@ -456,11 +456,11 @@ TEST_CASE("HFMG edge cases", "[algorithms][hfmg]") {
 }
 
 TEST_CASE("Python floor division in float32", "[algorithms][hfmg]") {
-  CHECK(ptq::floor_divide(7.0f, 2.0f) == 3.0f);
-  CHECK(ptq::floor_divide(-7.0f, 2.0f) == -4.0f);
-  CHECK(ptq::floor_divide(0.0f, 2.0f) == 0.0f);
+  CHECK(ptq::detail::floor_divide(7.0f, 2.0f) == 3.0f);
+  CHECK(ptq::detail::floor_divide(-7.0f, 2.0f) == -4.0f);
+  CHECK(ptq::detail::floor_divide(0.0f, 2.0f) == 0.0f);
   // 1 // 0.1 is 9 in Python (fmod based), while floor(1 / 0.1) is 10
-  CHECK(ptq::floor_divide(1.0f, 0.1f) == 9.0f);
+  CHECK(ptq::detail::floor_divide(1.0f, 0.1f) == 9.0f);
   CHECK(std::floor(1.0f / 0.1f) == 10.0f);
   CHECK(ptq::kernels::floor_div_exact(1.0f, 0.1f) == 9.0f);
   // the fmod-free form used by the search equals it on positive divisors
@@ -470,7 +470,7 @@ TEST_CASE("Python floor division in float32", "[algorithms][hfmg]") {
   for (int i = 0; i < 200000; ++i) {
     const float b = ub(rng);
     const float a = (i % 2) ? ua(rng) : static_cast<float>(k(rng)) * b;  // near-exact multiples
-    REQUIRE(ptq::kernels::floor_div_exact(a, b) == ptq::floor_divide(a, b));
+    REQUIRE(ptq::kernels::floor_div_exact(a, b) == ptq::detail::floor_divide(a, b));
   }
 }
 

@@ -7,13 +7,13 @@
 
 namespace {
 
-std::vector<ptq::token> lex_all(std::string_view text) {
-  ptq::lexer lx(text);
-  std::vector<ptq::token> out;
-  ptq::token t;
+std::vector<ptq::text::token> lex_all(std::string_view text) {
+  ptq::text::lexer lx(text);
+  std::vector<ptq::text::token> out;
+  ptq::text::token t;
   while (true) {
     REQUIRE(lx.next(t));
-    if (t.kind == ptq::token_kind::end)
+    if (t.kind == ptq::text::token_kind::end)
       break;
     out.push_back(t);
   }
@@ -21,10 +21,10 @@ std::vector<ptq::token> lex_all(std::string_view text) {
 }
 
 ptq::diagnostic lex_error(std::string_view text) {
-  ptq::lexer lx(text);
-  ptq::token t;
+  ptq::text::lexer lx(text);
+  ptq::text::token t;
   while (lx.next(t)) {
-    REQUIRE(t.kind != ptq::token_kind::end);
+    REQUIRE(t.kind != ptq::text::token_kind::end);
   }
   return lx.error();
 }
@@ -42,13 +42,13 @@ TEST_CASE("character classes are constexpr", "[lexer]") {
 TEST_CASE("tokens carry kind, text and 1-based positions", "[lexer]") {
   const auto toks = lex_all("batch_num: 2 # comment\n  common_config <\n>");
   REQUIRE(toks.size() == 6);
-  CHECK(toks[0].kind == ptq::token_kind::identifier);
+  CHECK(toks[0].kind == ptq::text::token_kind::identifier);
   CHECK(toks[0].text == "batch_num");
   CHECK(toks[0].where.begin.line == 1);
   CHECK(toks[0].where.begin.column == 1);
   CHECK(toks[0].where.end.column == 10);
   CHECK(toks[1].text == ":");
-  CHECK(toks[2].kind == ptq::token_kind::number);
+  CHECK(toks[2].kind == ptq::text::token_kind::number);
   CHECK(toks[2].where.begin.column == 12);
   CHECK(toks[3].text == "common_config");
   CHECK(toks[3].where.begin.line == 2);
@@ -67,7 +67,7 @@ TEST_CASE("numbers are lexed greedily like the toolkit's tokenizer", "[lexer]") 
   CHECK(toks[4].text == "1.2.3");
   CHECK(toks[5].text == "-inf");
   for (const auto& t : toks)
-    CHECK(t.kind == ptq::token_kind::number);
+    CHECK(t.kind == ptq::text::token_kind::number);
 }
 
 TEST_CASE("string escapes follow protobuf's CUnescape", "[lexer]") {
@@ -105,8 +105,8 @@ TEST_CASE("lexical errors name the problem and the place", "[lexer]") {
 TEST_CASE("string length is bounded", "[lexer]") {
   ptq::text_limits lim;
   lim.max_string_bytes = 8;
-  ptq::lexer lx("\"123456789\"", lim);
-  ptq::token t;
+  ptq::text::lexer lx("\"123456789\"", lim);
+  ptq::text::token t;
   CHECK_FALSE(lx.next(t));
   CHECK(lx.error().code == ptq::errc::string_too_long);
 }

@@ -108,7 +108,7 @@ TEST_CASE("IFMR statistics describe the search that chose the scale", "[report]"
   CHECK(st.has_percentile);
   CHECK(st.percentile_max == search.value().max0);
   CHECK(st.percentile_min == search.value().min0);
-  REQUIRE(st.candidate_loss.size() == ptq::ifmr_ratios(s).value().size());
+  REQUIRE(st.candidate_loss.size() == ptq::detail::ifmr_ratios(s).value().size());
   CHECK(st.candidate_loss.size() >= 60);  // arange(0.7, 1.3, 0.01)
   CHECK(st.candidate_x.front() == 0.7f);
   CHECK(st.best == search.value().best);

@@ -20,6 +20,17 @@
 
 namespace {
 
+/// A layer known by its channels alone (0: unknown), for the record's checks.
+ptq::layer_info channels(std::string name, std::uint32_t cout, std::uint32_t cin) {
+  ptq::layer_info l;
+  l.name = std::move(name);
+  if (cout != 0)
+    l.out_channels = cout;
+  if (cin != 0)
+    l.in_channels = cin;
+  return l;
+}
+
 ptq_test::cli_result run(const std::string& args) {
   return ptq_test::run_cli(args);
 }
@@ -107,8 +118,8 @@ TEST_CASE("ptq calibrate from files writes the three outputs", "[calibrate]") {
   CHECK(r.err.find("ptq calibrate: dmq 1/3 conv1") != std::string::npos);  // plain progress
   std::string text;
   text = ptq::value_or_throw(ptq::try_read_text_file("cal_record.txt"));
-  const std::vector<ptq::record_layer_shape> shapes{
-      {"conv1", 16, 1}, {"conv2", 32, 16}, {"pool", 0, 0}, {"fc", 10, 512}};
+  const std::vector<ptq::layer_info> shapes{channels("conv1", 16, 1), channels("conv2", 32, 16),
+                                            channels("pool", 0, 0), channels("fc", 10, 512)};
   const auto rec = ptq::try_parse_record(text, &shapes);
   INFO(text.substr(0, 400));
   REQUIRE(rec.ok());

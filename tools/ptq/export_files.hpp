@@ -109,16 +109,8 @@ struct export_request {
   if (model == nullptr || config == nullptr)
     return {};
   std::vector<ptq::layer_info> infos;
-  for (const auto& l : model->layers) {
-    ptq::layer_info i;
-    i.name = l.desc.name;
-    i.type = l.desc.type;
-    i.has_bias = l.desc.bias.has_value();
-    if (const auto cin = ptq::layer_input_channels(l.desc); cin != 0)
-      i.in_channels = static_cast<std::uint32_t>(cin);
-    i.groups = static_cast<std::uint32_t>(l.desc.conv.groups);
-    infos.push_back(std::move(i));
-  }
+  for (const auto& l : model->layers)
+    infos.push_back(ptq::layer_info_of(l.desc));
   const auto plan = ptq::resolve_config(*config, infos);
   if (!plan)
     return {};  // the export reports the config's own errors where it reads it

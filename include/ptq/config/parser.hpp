@@ -33,12 +33,12 @@ struct parse_options {
 namespace detail {
 
 template <class Float>
-class config_binder : public text_binder<config_binder<Float>, Float> {
+class config_binder : public text::text_binder<config_binder<Float>, Float> {
  public:
   explicit config_binder(std::vector<ptq::error>& diags)
-      : text_binder<config_binder<Float>, Float>(diags) {}
+      : text::text_binder<config_binder<Float>, Float>(diags) {}
 
-  void bind_root(const text_message& msg, basic_amct_config<Float>& c) {
+  void bind_root(const text::text_message& msg, basic_amct_config<Float>& c) {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "batch_num") {
@@ -80,7 +80,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
  private:
   using calib = basic_calibration_config<Float>;
 
-  using base = text_binder<config_binder<Float>, Float>;
+  using base = text::text_binder<config_binder<Float>, Float>;
   friend base;
   using base::bind_oneof;
   using base::bind_repeated_message;
@@ -98,14 +98,16 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   using base::unknown;
   using base::warning;
 
-  bool to_fakequant_mode(const text_field& f, const text_value& v, fakequant_precision_mode& out) {
+  bool to_fakequant_mode(const text::text_field& f, const text::text_value& v,
+                         fakequant_precision_mode& out) {
     return to_enum(f, v, out, {{"FORCE_FP16_QUANT", 1}});
   }
-  bool to_data_type(const text_field& f, const text_value& v, calibration_data_type& out) {
+  bool to_data_type(const text::text_field& f, const text::text_value& v,
+                    calibration_data_type& out) {
     return to_enum(f, v, out, {{"INT8", 1}, {"INT16", 2}});
   }
 
-  void bind_calibration(const text_message& msg, calib& c) {
+  void bind_calibration(const text::text_message& msg, calib& c) {
     for (const auto& f : msg) {
       const auto& n = f.name;
       if (n == "arq_quantize") {
@@ -128,21 +130,23 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
   }
 
   // The conversion of each field type of the calibration messages, picked by bind_field.
-  bool to_value(const text_field& f, const text_value& v, bool& out) { return to_bool(f, v, out); }
-  bool to_value(const text_field& f, const text_value& v, std::uint32_t& out) {
+  bool to_value(const text::text_field& f, const text::text_value& v, bool& out) {
+    return to_bool(f, v, out);
+  }
+  bool to_value(const text::text_field& f, const text::text_value& v, std::uint32_t& out) {
     return to_uint32(f, v, out);
   }
-  bool to_value(const text_field& f, const text_value& v, Float& out) {
+  bool to_value(const text::text_field& f, const text::text_value& v, Float& out) {
     return to_float(f, v, out);
   }
-  bool to_value(const text_field& f, const text_value& v, calibration_data_type& out) {
+  bool to_value(const text::text_field& f, const text::text_value& v, calibration_data_type& out) {
     return to_data_type(f, v, out);
   }
 
   // A message of scalar fields (ARQuantize, ADAquantize, FMRQuantize, HFMGQuantize,
   // DMQBalancer), bound through its field list (`Msg::fields()`, model.hpp).
   template <class Msg>
-  void bind_fields(const text_message& msg, Msg& m) {
+  void bind_fields(const text::text_message& msg, Msg& m) {
     for (const auto& f : msg) {
       const bool known = std::apply(
           [&](const auto&... fd) { return (bind_field(f, m, fd) || ...); }, Msg::fields());
@@ -155,15 +159,16 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     }
   }
   template <class Msg, class T>
-  bool bind_field(const text_field& f, Msg& m, const field_ref<Msg, T>& fd) {
+  bool bind_field(const text::text_field& f, Msg& m, const field_ref<Msg, T>& fd) {
     if (f.name != fd.name)
       return false;
-    using conversion = bool (config_binder::*)(const text_field&, const text_value&, T&);
+    using conversion =
+        bool (config_binder::*)(const text::text_field&, const text::text_value&, T&);
     bind_scalar(f, m.*(fd.member), static_cast<conversion>(&config_binder::to_value));
     return true;
   }
 
-  void bind_override_type(const text_message& msg, basic_override_layer_type<Float>& o) {
+  void bind_override_type(const text::text_message& msg, basic_override_layer_type<Float>& o) {
     for (const auto& f : msg) {
       if (f.name == "layer_type") {
         bind_scalar(f, o.layer_type, &base::to_string_value);
@@ -175,7 +180,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
     }
   }
 
-  void bind_override_layer(const text_message& msg, basic_override_layer<Float>& o) {
+  void bind_override_layer(const text::text_message& msg, basic_override_layer<Float>& o) {
     for (const auto& f : msg) {
       if (f.name == "layer_name") {
         bind_scalar(f, o.layer_name, &base::to_string_value);
@@ -214,7 +219,7 @@ class config_binder : public text_binder<config_binder<Float>, Float> {
 template <class Float = float>
 [[nodiscard]] result<basic_amct_config<Float>> try_parse_config(std::string_view text,
                                                                 parse_options options = {}) {
-  auto tree = parse_text_tree(text, options.limits);
+  auto tree = text::parse_text_tree(text, options.limits);
   if (!tree)
     return result<basic_amct_config<Float>>(tree.diagnostics());
   std::vector<error> diags;

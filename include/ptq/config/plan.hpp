@@ -19,13 +19,16 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// A quantizable layer of the model, as resolution needs it.
+/// What a quantizable layer of the model is: the one description of a layer by name, type and
+/// channels, which the config's resolution and the record's checks take (a layer list, or
+/// layer_info_of of a session's layer_desc, which adds the tensors).
 struct layer_info {
   std::string name;
   layer_type type = layer_type::conv2d;
-  bool has_bias = true;                      ///< a Linear without bias cannot take INT16
-  std::optional<std::uint32_t> in_channels;  ///< INT4 weights need an even Cin (unknown: even)
-  std::uint32_t groups = 1;                  ///< INT4 weights need groups == 1
+  bool has_bias = true;                       ///< a Linear without bias cannot take INT16
+  std::optional<std::uint32_t> in_channels;   ///< INT4 weights need an even Cin (unknown: even)
+  std::uint32_t groups = 1;                   ///< INT4 weights need groups == 1
+  std::optional<std::uint32_t> out_channels;  ///< Cout, for the record's checks (unknown: any)
 };
 
 /// `activation_quant_params` of one layer. IFMR fields are meaningful for IFMR only,

@@ -339,12 +339,12 @@ class config_checker {
             "search_step " + value_text(step) + " is larger than the search range " +
                 value_text(start) + " .. " + value_text(end),
             step_where);
-    } else if (range_ok &&
-               !(ifmr_toolkit_candidate_count(start, end, step) <= ifmr_max_candidates)) {
+    } else if (range_ok && !(detail::ifmr_toolkit_candidate_count(start, end, step) <=
+                             detail::ifmr_max_candidates)) {
       error(errc::search_step_invalid,
             "search_step " + value_text(step) + " over the search range " + value_text(start) +
                 " .. " + value_text(end) + " " +
-                ifmr_too_many_text(ifmr_toolkit_candidate_count(start, end, step)),
+                detail::ifmr_too_many_text(detail::ifmr_toolkit_candidate_count(start, end, step)),
             step_where, "use a larger search_step (the toolkit's default 0.01 gives 61)");
     }
   }

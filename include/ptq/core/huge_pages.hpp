@@ -15,6 +15,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// Advises huge pages for the whole 2 MiB pages inside [p, p + bytes); ignores failures.
 inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
@@ -33,5 +34,6 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
 #endif
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -10,6 +10,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// The most candidates one IFMR search may have: each is a pass over the layer's values, so a
 /// step far below the toolkit's 0.01 (61 candidates) is a typo, not a finer search.
@@ -36,5 +37,6 @@ inline constexpr double ifmr_max_candidates = 1e7;
          std::to_string(static_cast<long long>(ifmr_max_candidates)) + " are allowed";
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

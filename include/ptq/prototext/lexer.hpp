@@ -23,22 +23,6 @@ struct text_limits {
   std::uint32_t max_depth = 64;                         ///< nested messages
 };
 
-enum class token_kind : std::uint8_t {
-  end,         ///< end of input
-  identifier,  ///< [A-Za-z_][A-Za-z0-9_]*
-  number,      ///< anything starting like a number; interpreted by the field's type
-  string,      ///< one quoted literal, already unescaped
-  punct,       ///< one of { } < > [ ] : , ;
-};
-
-struct token {
-  token_kind kind = token_kind::end;
-  std::string_view raw;  ///< the token's source text (for strings: including the quotes)
-  std::string text;      ///< strings: the unescaped value; others: same as raw
-  source_region where;
-  bool spans_lines = false;  ///< a string literal that contains a newline
-};
-
 namespace detail {
 constexpr bool is_ident_start(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -83,6 +67,26 @@ inline void append_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 }  // namespace detail
+
+/// The protobuf text-format machinery the config and the record readers share: tokens, the
+/// lexer, the text tree and its binder. Not needed to use ptq; its names stay out of ptq::.
+namespace text {
+
+enum class token_kind : std::uint8_t {
+  end,         ///< end of input
+  identifier,  ///< [A-Za-z_][A-Za-z0-9_]*
+  number,      ///< anything starting like a number; interpreted by the field's type
+  string,      ///< one quoted literal, already unescaped
+  punct,       ///< one of { } < > [ ] : , ;
+};
+
+struct token {
+  token_kind kind = token_kind::end;
+  std::string_view raw;  ///< the token's source text (for strings: including the quotes)
+  std::string text;      ///< strings: the unescaped value; others: same as raw
+  source_region where;
+  bool spans_lines = false;  ///< a string literal that contains a newline
+};
 
 /// Splits text into tokens. On a lexical error `next()` returns false and `error()` says why.
 class lexer {
@@ -315,5 +319,6 @@ class lexer {
   ptq::error error_;
 };
 
+}  // namespace text
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

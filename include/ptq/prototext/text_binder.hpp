@@ -26,7 +26,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-namespace detail {
+namespace text {
 
 /// Typed reading of text-tree values with the toolkit reader's scalar rules, shared by the
 /// config binder and the record reader. `Derived` supplies the message binders (CRTP).
@@ -36,7 +36,7 @@ class text_binder {
   explicit text_binder(std::vector<ptq::error>& diags) : diags_(diags) {}
 
   // Public so that derived binders can take `&base::to_...` (clang rejects member pointers to
-  // protected members of a dependent base); the class lives in ptq::detail.
+  // protected members of a dependent base); the class lives in ptq::text.
   Derived& derived() { return static_cast<Derived&>(*this); }
 
   void error(errc code, std::string message, source_region where, std::string note = {}) {
@@ -49,16 +49,17 @@ class text_binder {
   void unknown(const text_field& f, std::string_view message_name,
                const std::vector<std::string_view>& names) {
     error(errc::unknown_field,
-          "unknown field '" + quoted_value(f.name) + "' in " + std::string(message_name),
-          f.name_region, suggest(f.name, names));
+          "unknown field '" + detail::quoted_value(f.name) + "' in " + std::string(message_name),
+          f.name_region, detail::suggest(f.name, names));
   }
 
   // ---- shape checks ------------------------------------------------------------------------
   bool expect_single(const text_field& f) {
     if (f.is_list) {
-      error(errc::not_repeated,
-            "field '" + quoted_value(f.name) + "' is not repeated; a [list] cannot be given",
-            f.name_region);
+      error(
+          errc::not_repeated,
+          "field '" + detail::quoted_value(f.name) + "' is not repeated; a [list] cannot be given",
+          f.name_region);
       return false;
     }
     return true;
@@ -66,21 +67,23 @@ class text_binder {
   bool expect_scalar(const text_field& f, const text_value& v) {
     if (v.is_message) {
       error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes a value, not a message block", v.where);
+            "field '" + detail::quoted_value(f.name) + "' takes a value, not a message block",
+            v.where);
       return false;
     }
     if (!f.has_colon) {
       error(errc::missing_colon,
-            "expected ':' between '" + quoted_value(f.name) + "' and its value", v.where);
+            "expected ':' between '" + detail::quoted_value(f.name) + "' and its value", v.where);
       return false;
     }
     return true;
   }
   bool expect_message(const text_field& f, const text_value& v) {
     if (!v.is_message) {
-      error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes a message block { ... }, not a value",
-            v.where);
+      error(
+          errc::wrong_type,
+          "field '" + detail::quoted_value(f.name) + "' takes a message block { ... }, not a value",
+          v.where);
       return false;
     }
     return true;
@@ -100,10 +103,10 @@ class text_binder {
         return true;
       }
     }
-    error(
-        errc::wrong_type,
-        "field '" + quoted_value(f.name) + "' takes a boolean (true or false), not " + describe(t),
-        v.where);
+    error(errc::wrong_type,
+          "field '" + detail::quoted_value(f.name) + "' takes a boolean (true or false), not " +
+              describe(t),
+          v.where);
     return false;
   }
 
@@ -112,18 +115,19 @@ class text_binder {
     const auto& t = v.scalar;
     if (t.kind != token_kind::number) {
       error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes an integer, not " + describe(t), v.where);
+            "field '" + detail::quoted_value(f.name) + "' takes an integer, not " + describe(t),
+            v.where);
       return false;
     }
     bool overflow = false;
-    if (!parse_integer_text(t.text, neg, mag, overflow)) {
+    if (!detail::parse_integer_text(t.text, neg, mag, overflow)) {
       if (looks_like_float(t.text)) {
         error(errc::value_does_not_fit,
-              "field '" + quoted_value(f.name) + "' takes an integer, not the number " +
-                  quoted_value(t.text),
+              "field '" + detail::quoted_value(f.name) + "' takes an integer, not the number " +
+                  detail::quoted_value(t.text),
               v.where);
       } else {
-        error(errc::bad_number, "malformed number '" + quoted_value(t.text) + "'", v.where);
+        error(errc::bad_number, "malformed number '" + detail::quoted_value(t.text) + "'", v.where);
       }
       return false;
     }
@@ -139,7 +143,7 @@ class text_binder {
       return false;
     if ((neg && mag != 0) || mag > 0xFFFFFFFFULL) {
       error(errc::value_does_not_fit,
-            "value " + quoted_value(v.scalar.text) + " does not fit field '" + f.name +
+            "value " + detail::quoted_value(v.scalar.text) + " does not fit field '" + f.name +
                 "' (an unsigned 32-bit integer: 0 to 4294967295)",
             v.where);
       return false;
@@ -155,7 +159,7 @@ class text_binder {
       return false;
     if (mag > (neg ? 0x80000000ULL : 0x7FFFFFFFULL)) {
       error(errc::value_does_not_fit,
-            "value " + quoted_value(v.scalar.text) + " does not fit field '" + f.name +
+            "value " + detail::quoted_value(v.scalar.text) + " does not fit field '" + f.name +
                 "' (a signed 32-bit integer)",
             v.where);
       return false;
@@ -187,7 +191,8 @@ class text_binder {
     const auto& t = v.scalar;
     if (t.kind != token_kind::number && t.kind != token_kind::identifier) {
       error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes a number, not " + describe(t), v.where);
+            "field '" + detail::quoted_value(f.name) + "' takes a number, not " + describe(t),
+            v.where);
       return false;
     }
     std::string_view s = t.text;
@@ -198,21 +203,23 @@ class text_binder {
       body.remove_prefix(1);
     }
     std::string_view word = body;
-    if (!word.empty() && (word.back() == 'f' || word.back() == 'F') && !iequals(word, "inf")) {
+    if (!word.empty() && (word.back() == 'f' || word.back() == 'F') &&
+        !detail::iequals(word, "inf")) {
       word.remove_suffix(1);
     }
-    if (iequals(word, "inf") || iequals(word, "infinity") || iequals(body, "inf") ||
-        iequals(body, "infinity")) {
+    if (detail::iequals(word, "inf") || detail::iequals(word, "infinity") ||
+        detail::iequals(body, "inf") || detail::iequals(body, "infinity")) {
       out = neg ? -std::numeric_limits<Float>::infinity() : std::numeric_limits<Float>::infinity();
       return true;
     }
-    if (iequals(word, "nan") && !neg) {
+    if (detail::iequals(word, "nan") && !neg) {
       out = std::numeric_limits<Float>::quiet_NaN();
       return true;
     }
     if (t.kind == token_kind::identifier) {
       error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes a number, not " + describe(t), v.where);
+            "field '" + detail::quoted_value(f.name) + "' takes a number, not " + describe(t),
+            v.where);
       return false;
     }
     // The toolkit parses a Python float (double) and stores it into a float32 field.
@@ -221,7 +228,7 @@ class text_binder {
     const bool hex = word.size() > 1 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X');
     if (word.empty() || hex || res.ptr != word.data() + word.size() ||
         !(detail::is_digit(word[0]) || word[0] == '.')) {
-      error(errc::bad_number, "malformed number '" + quoted_value(t.text) + "'", v.where);
+      error(errc::bad_number, "malformed number '" + detail::quoted_value(t.text) + "'", v.where);
       return false;
     }
     if (res.ec == std::errc::result_out_of_range) {
@@ -252,15 +259,16 @@ class text_binder {
         }
       }
       error(errc::unknown_enum_value,
-            "'" + quoted_value(t.text) + "' is not a value of field '" + quoted_value(f.name) + "'",
-            v.where, suggest(t.text, valid));
+            "'" + detail::quoted_value(t.text) + "' is not a value of field '" +
+                detail::quoted_value(f.name) + "'",
+            v.where, detail::suggest(t.text, valid));
       return false;
     }
     if (t.kind == token_kind::number) {
       bool neg = false;
       bool overflow = false;
       unsigned long long mag = 0;
-      if (parse_integer_text(t.text, neg, mag, overflow) && !overflow && !neg) {
+      if (detail::parse_integer_text(t.text, neg, mag, overflow) && !overflow && !neg) {
         for (const auto& [name, num] : names) {
           if (static_cast<unsigned long long>(num) == mag) {
             out = static_cast<Enum>(num);
@@ -269,27 +277,29 @@ class text_binder {
         }
       }
       error(errc::unknown_enum_value,
-            "enum number " + quoted_value(t.text) + " has no name in field '" +
-                quoted_value(f.name) + "'",
-            v.where, suggest(t.text, valid));
+            "enum number " + detail::quoted_value(t.text) + " has no name in field '" +
+                detail::quoted_value(f.name) + "'",
+            v.where, detail::suggest(t.text, valid));
       return false;
     }
-    error(errc::wrong_type,
-          "field '" + quoted_value(f.name) + "' takes an enum value name, not " + describe(t),
-          v.where, suggest("", valid));
+    error(
+        errc::wrong_type,
+        "field '" + detail::quoted_value(f.name) + "' takes an enum value name, not " + describe(t),
+        v.where, detail::suggest("", valid));
     return false;
   }
 
   bool to_string_value(const text_field& f, const text_value& v, std::string& out) {
     const auto& t = v.scalar;
     if (t.kind != token_kind::string) {
-      error(errc::wrong_type,
-            "field '" + quoted_value(f.name) + "' takes a quoted string, not " + describe(t),
-            v.where);
+      error(
+          errc::wrong_type,
+          "field '" + detail::quoted_value(f.name) + "' takes a quoted string, not " + describe(t),
+          v.where);
       return false;
     }
     if (t.spans_lines) {
-      out = trim(t.text);
+      out = detail::trim(t.text);
       if (out.find('\n') != std::string::npos) {
         error(errc::unterminated_string,
               "string literal runs over several lines of text; is a closing quote missing?",
@@ -297,10 +307,10 @@ class text_binder {
         return false;
       }
       warning(errc::string_spans_lines,
-              "string literal spans lines; read as \"" + quoted_value(out) +
+              "string literal spans lines; read as \"" + detail::quoted_value(out) +
                   "\" (the toolkit's own reader rejects this)",
               {t.where.begin, {t.where.begin.line, t.where.begin.column + 1}},
-              "write it on one line: " + f.name + ": \"" + quoted_value(out) + "\"");
+              "write it on one line: " + f.name + ": \"" + detail::quoted_value(out) + "\"");
       return true;
     }
     out = t.text;
@@ -312,9 +322,9 @@ class text_binder {
       case token_kind::string:
         return "a string";
       case token_kind::number:
-        return "the number " + quoted_value(t.text);
+        return "the number " + detail::quoted_value(t.text);
       default:  // an identifier, a symbol
-        return "'" + quoted_value(t.text) + "'";
+        return "'" + detail::quoted_value(t.text) + "'";
     }
   }
 
@@ -331,8 +341,8 @@ class text_binder {
       return;
     if (out.has_value()) {
       warning(errc::field_repeated,
-              "field '" + quoted_value(f.name) + "' is set again; this value replaces the one at " +
-                  where_text(out.where),
+              "field '" + detail::quoted_value(f.name) +
+                  "' is set again; this value replaces the one at " + detail::where_text(out.where),
               f.name_region);
     }
     out.set(value, v.where);
@@ -396,8 +406,9 @@ class text_binder {
       return;
     if (other) {
       warning(errc::oneof_replaced,
-              "'" + quoted_value(f.name) + "' replaces '" + std::string(other_name) + "' set at " +
-                  where_text(other->where) + "; only one of them may be given, the last wins",
+              "'" + detail::quoted_value(f.name) + "' replaces '" + std::string(other_name) +
+                  "' set at " + detail::where_text(other->where) +
+                  "; only one of them may be given, the last wins",
               f.name_region);
       other.reset();
     }
@@ -407,6 +418,6 @@ class text_binder {
   std::vector<ptq::error>& diags_;
 };
 
-}  // namespace detail
+}  // namespace text
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

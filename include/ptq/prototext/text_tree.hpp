@@ -16,6 +16,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace text {
 
 struct text_field;
 
@@ -37,8 +38,6 @@ struct text_field {
 };
 
 using text_message = std::vector<text_field>;
-
-namespace detail {
 
 class text_parser {
  public:
@@ -73,9 +72,9 @@ class text_parser {
       case token_kind::end:
         return "end of input";
       case token_kind::string:
-        return "string " + quoted_value(tok_.raw);
+        return "string " + detail::quoted_value(tok_.raw);
       default:
-        return "'" + quoted_value(tok_.raw) + "'";
+        return "'" + detail::quoted_value(tok_.raw) + "'";
     }
   }
   bool unexpected(std::string_view expected) {
@@ -208,8 +207,6 @@ class text_parser {
   ptq::error error_;
 };
 
-}  // namespace detail
-
 /// Parses protobuf text into a schema-free tree. Never throws a parse error.
 [[nodiscard]] inline result<text_message> parse_text_tree(std::string_view text,
                                                           text_limits limits = {}) {
@@ -222,12 +219,13 @@ class text_parser {
                             {},
                             {}}});
   }
-  detail::text_parser p(text, limits);
+  text_parser p(text, limits);
   text_message msg;
   if (!p.run(msg))
     return result<text_message>(std::vector<error>{p.take_error()});
   return {std::move(msg)};
 }
 
+}  // namespace text
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

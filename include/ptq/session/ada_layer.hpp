@@ -15,6 +15,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// AdaRound samples of one layer: the geometry they fit and `count` per-sample inputs.
 struct ada_samples {
@@ -103,5 +104,6 @@ template <class Calibrator>
   return c.quantize_weights(p);
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

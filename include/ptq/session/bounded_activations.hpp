@@ -102,8 +102,6 @@ template <class Fn>
       l.activation_pass);
 }
 
-}  // namespace detail
-
 /// One activation batch of an HFMG layer on the order-invariant histogram
 /// (activation_mode::kind::order_invariant), finalized after `batch_num`.
 [[nodiscard]] inline result<> observe_layer_batch_invariant(session_layer& l,
@@ -176,5 +174,6 @@ template <class Fn>
   return {};
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -245,7 +245,7 @@ class calibration_session {
                   (activation_passes() == 2 ? " twice" : ""));
     }
     const bool was_final = l->activation_params.has_value();
-    if (auto st = observe_session_batch(
+    if (auto st = detail::observe_session_batch(
             *l, input, batch_context{options_, plan_.batch_num, fp16_, scratch_, converted_});
         !st)
       return st;
@@ -268,7 +268,7 @@ class calibration_session {
   void fuse(std::vector<error>& diags) {
     std::vector<std::optional<conv_bn_factors>> factors(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      auto f = plan_fusion(layers_[i], plan_, diags);
+      auto f = detail::plan_fusion(layers_[i], plan_, diags);
       if (!f)
         diags.push_back(f.error());
       else
@@ -278,12 +278,12 @@ class calibration_session {
       return;
     std::size_t done = 0;
     const std::size_t total =
-        count_if([&](const session_layer& l) { return fusion_wanted(l, plan_); });
+        count_if([&](const session_layer& l) { return detail::fusion_wanted(l, plan_); });
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      if (!fusion_wanted(layers_[i], plan_))
+      if (!detail::fusion_wanted(layers_[i], plan_))
         continue;
       if (factors[i])
-        apply_fusion(layers_[i], *factors[i]);
+        detail::apply_fusion(layers_[i], *factors[i]);
       report(session_phase::fusion, layers_[i].desc.name, ++done, total);
     }
   }

@@ -30,17 +30,8 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
   if (auto st = check_session_options(options); !st)
     return st.error();
   std::vector<layer_info> infos;
-  for (const auto& l : layers) {
-    layer_info i;
-    i.name = l.name;
-    i.type = l.type;
-    i.has_bias = l.bias.has_value();
-    const auto cin = layer_input_channels(l);
-    if (cin != 0)
-      i.in_channels = static_cast<std::uint32_t>(cin);
-    i.groups = static_cast<std::uint32_t>(l.conv.groups);
-    infos.push_back(std::move(i));
-  }
+  for (const auto& l : layers)
+    infos.push_back(layer_info_of(l));
   auto plan = resolve_config(config, infos, options.resolve);
   std::vector<error> diags = plan.diagnostics();
   if (!plan)
@@ -57,7 +48,7 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
     sl.desc = std::move(l);
     if (auto st = check_layer_desc(sl.desc); !st)
       diags.push_back(st.error());
-    else if (auto taken = take_layer_tensors(sl); !taken)
+    else if (auto taken = detail::take_layer_tensors(sl); !taken)
       diags.push_back(taken.error());
     if (sl.plan.quant_enable)
       sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
@@ -88,7 +79,7 @@ PTQ_SESSION_INLINE result<> calibration_session::feed_dmq(std::string_view name,
     return fail(std::string(name) +
                 ": the DMQ input was already fed (the factors come from one batch)");
   }
-  if (auto st = compute_balance_factors(*l, input, options_.kernels); !st)
+  if (auto st = detail::compute_balance_factors(*l, input, options_.kernels); !st)
     return st;
   report(session_phase::dmq, l->desc.name, ++dmq_done_, dmq_total_);
   return {};
@@ -113,7 +104,7 @@ PTQ_SESSION_INLINE result<> calibration_session::quantize_weights() {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     if (!layers_[i].plan.quant_enable)
       continue;
-    auto p = plan_layer_weights(layers_[i], scratch_);
+    auto p = detail::plan_layer_weights(layers_[i], scratch_);
     if (!p)
       return p.error();
     params[i] = std::move(p).value();
@@ -122,7 +113,7 @@ PTQ_SESSION_INLINE result<> calibration_session::quantize_weights() {
     session_layer& l = layers_[i];
     if (!l.plan.quant_enable)
       continue;
-    if (auto st = apply_layer_weights(l, std::move(params[i]), scratch_); !st)
+    if (auto st = detail::apply_layer_weights(l, std::move(params[i]), scratch_); !st)
       return st;
     if (!learns_from_samples(l))
       report(session_phase::weights, l.desc.name, ++weights_done_, enabled_);
@@ -146,7 +137,7 @@ PTQ_SESSION_INLINE result<> calibration_session::quantize_ada(std::string_view n
     return fail("quantize_ada('" + std::string(name) + "'): AdaRound layers go in model order; '" +
                 pending_ada.front() + "' is next");
   }
-  if (auto st = quantize_ada_layer(*l, input, float_input, options_); !st)
+  if (auto st = detail::quantize_ada_layer(*l, input, float_input, options_); !st)
     return st;
   report(session_phase::weights, l->desc.name, ++weights_done_, enabled_);
   if (pending_ada.size() == 1)
@@ -170,14 +161,14 @@ PTQ_SESSION_INLINE result<std::string> calibration_session::merge_shard_states(
     const std::vector<std::string>& all) const {
   if (auto st = check_exchange("merge_shard_states"); !st)
     return st.error();
-  return ptq::merge_shard_states(layers_, options_.activation.shard, shard_pass_, all, fp16_,
-                                 options_.kernels);
+  return detail::merge_shard_states(layers_, options_.activation.shard, shard_pass_, all, fp16_,
+                                    options_.kernels);
 }
 
 PTQ_SESSION_INLINE result<> calibration_session::adopt_shard_states(std::string_view merged) {
   if (auto st = check_exchange("adopt_shard_states"); !st)
     return st;
-  if (auto st = ptq::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
+  if (auto st = detail::adopt_shard_states(layers_, shard_pass_, merged, options_.kernels); !st)
     return st;
   if (++shard_pass_ <= 2)
     return {};
@@ -197,7 +188,7 @@ PTQ_SESSION_INLINE result<record_file> calibration_session::record() const {
                 " phase; layer '" + (p.empty() ? std::string("?") : p.front()) +
                 "' has not seen its " + std::to_string(plan_.batch_num) + " batch(es) yet");
   }
-  return record_of_layers(layers_, fp16_);
+  return detail::record_of_layers(layers_, fp16_);
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

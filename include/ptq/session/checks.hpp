@@ -63,6 +63,8 @@ inline namespace PTQ_ABI_NAMESPACE {
   return {};
 }
 
+namespace detail {
+
 /// How messages name an input tensor of layer `l`: "<layer> input" for an unnamed tensor
 /// (tensor_view's default "tensor"), else the tensor's own name, which is where the engine
 /// can say which file or batch it came from ("conv1 input (batch0.safetensors)"); a name that
@@ -76,12 +78,14 @@ inline namespace PTQ_ABI_NAMESPACE {
   return named ? x.name : l.name + " input (" + x.name + ")";
 }
 
+}  // namespace detail
+
 /// Checks an input tensor of layer `l` (E803, naming the layer, the tensor and the shape): the
 /// rank of the layer type ([N, C, ...]; Linear: any rank >= 1), not empty (E901, as every
 /// observer says it), a view that can be read (E909), and the layer's input channels on axis 1
 /// (Linear: the last axis).
 [[nodiscard]] inline result<> check_layer_input(const layer_desc& l, const tensor_view& x) {
-  const std::string at = input_name(l, x) + " " + shape_string(x.shape) + ": ";
+  const std::string at = detail::input_name(l, x) + " " + shape_string(x.shape) + ": ";
   const auto fail = [&](const std::string& what) {
     return make_error(errc::session_input_invalid, at + what);
   };
@@ -112,6 +116,8 @@ inline namespace PTQ_ABI_NAMESPACE {
   return {};
 }
 
+namespace detail {
+
 /// `e` with its message naming layer `name` (prefixed "layer 'name': " unless it already
 /// starts with the layer's name or a tensor of it).
 [[nodiscard]] inline error in_layer(std::string_view name, error e) {
@@ -123,5 +129,6 @@ inline namespace PTQ_ABI_NAMESPACE {
   return e;
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -13,6 +13,7 @@
 #include "ptq/algorithms/layer/activation_fn.hpp"
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/config/layer_types.hpp"
+#include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/conv_attributes.hpp"
 #include "ptq/core/tensor_view.hpp"
@@ -57,6 +58,21 @@ struct layer_desc {
   if (is_conv_transpose(l.type))
     return s[1] * l.conv.groups;
   return s[0];
+}
+
+/// The layer's description by name, type and channels (config/plan.hpp), as the config's
+/// resolution and the record's checks take it: the one conversion from a layer_desc.
+[[nodiscard]] inline layer_info layer_info_of(const layer_desc& l) {
+  layer_info i;
+  i.name = l.name;
+  i.type = l.type;
+  i.has_bias = l.bias.has_value();
+  if (const auto cin = layer_input_channels(l); cin != 0)
+    i.in_channels = static_cast<std::uint32_t>(cin);
+  if (const auto cout = layer_output_channels(l); cout != 0)
+    i.out_channels = static_cast<std::uint32_t>(cout);
+  i.groups = static_cast<std::uint32_t>(l.conv.groups);
+  return i;
 }
 
 }  // namespace PTQ_ABI_NAMESPACE

@@ -44,8 +44,6 @@ namespace detail {
   return view_of(data, x.shape, x.name);
 }
 
-}  // namespace detail
-
 /// One batch of layer `l` observed as the session's activation mode says.
 [[nodiscard]] inline result<> observe_session_batch(session_layer& l, const tensor_view& input,
                                                     const batch_context& ctx) {
@@ -79,5 +77,6 @@ namespace detail {
   return observe_layer_batch_invariant(l, x, *order_invariant_hfmg, ctx);
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -30,6 +30,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// Whether phase 1 fuses the layer's BatchNorm: it has one, fusion is on and the layer is not in
 /// skip_fusion_layers.
@@ -274,5 +275,6 @@ inline void apply_fusion(session_layer& l, const conv_bn_factors& f) {
   return rec;
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -1,7 +1,7 @@
 // The toolkit's record file (`ScaleOffsetRecord`, protobuf text; docs/calibrate.md): the model, the
 // writer (fields in field-number order, floats as the toolkit prints them) and the reader with
 // the toolkit's checks. Reuses the prototext lexer for `line:col`.
-// Depends on: core, detail and prototext.
+// Depends on: core, detail, prototext and config (the layer description).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptq/config/plan.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/layer_record.hpp"
 #include "ptq/detail/find.hpp"
@@ -46,13 +47,6 @@ struct record_file {
   friend bool operator==(const record_file& a, const record_file& b) {
     return a.records == b.records;
   }
-};
-
-/// What the reader checks a layer against: its output and input channel counts (0: unknown).
-struct record_layer_shape {
-  std::string name;
-  std::uint32_t cout = 0;
-  std::uint32_t cin = 0;
 };
 
 namespace detail {
@@ -118,13 +112,14 @@ namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 namespace detail {
 
-class record_binder : public text_binder<record_binder, float> {
+class record_binder : public text::text_binder<record_binder, float> {
  public:
-  using base = text_binder<record_binder, float>;
+  using base = text::text_binder<record_binder, float>;
   friend base;
   explicit record_binder(std::vector<ptq::error>& diags) : base(diags) {}
 
-  void bind_root(const text_message& msg, record_file& rec, std::vector<source_region>& where) {
+  void bind_root(const text::text_message& msg, record_file& rec,
+                 std::vector<source_region>& where) {
     for (const auto& f : msg) {
       if (f.name == "record") {
         for (const auto& v : f.values) {
@@ -167,7 +162,7 @@ class record_binder : public text_binder<record_binder, float> {
   }
 
  private:
-  void bind_value(const text_message& msg, layer_record& r) {
+  void bind_value(const text::text_message& msg, layer_record& r) {
     setting<float> scale_d;
     setting<std::int32_t> offset_d;
     setting<bool> skip_fusion;
@@ -230,8 +225,8 @@ inline bool positive_finite(float v) noexcept {
 /// Checks a record as the toolkit does before it saves a model (docs/calibrate.md): offset ranges,
 /// `offset_w == 0`, finite positive scales, lengths (1 or Cout; balance factors Cin) and type
 /// names. With `layers` given, every key must be one of them and the lengths are checked
-/// against their channel counts. `where[i]` is entry i's position (may be empty).
-inline void validate_record(const record_file& rec, const std::vector<record_layer_shape>* layers,
+/// against the channel counts they know. `where[i]` is entry i's position (may be empty).
+inline void validate_record(const record_file& rec, const std::vector<layer_info>* layers,
                             const std::vector<source_region>& where, std::vector<error>& diags) {
   auto fail = [&](errc code, std::size_t i, std::string message) {
     diags.push_back({code,
@@ -242,15 +237,15 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
   };
   std::unordered_set<std::string_view> keys;
   keys.reserve(rec.records.size());
-  std::optional<detail::name_index<record_layer_shape>> shapes;
+  std::optional<detail::name_index<layer_info>> shapes;
   if (layers)
-    shapes.emplace(*layers, &record_layer_shape::name);
+    shapes.emplace(*layers, &layer_info::name);
   for (std::size_t i = 0; i < rec.records.size(); ++i) {
     const auto& e = rec.records[i];
     const auto& r = e.value;
     if (!keys.insert(e.key).second)
       fail(errc::record_duplicate_key, i, "the key appears twice");
-    const record_layer_shape* shape = nullptr;
+    const layer_info* shape = nullptr;
     if (layers) {
       shape = shapes->find(e.key);
       if (!shape)
@@ -301,11 +296,11 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
       fail(errc::record_length_mismatch, i,
            std::to_string(r.scale_w.size()) + " scale_w but " + std::to_string(r.offset_w.size()) +
                " offset_w");
-    } else if (shape && shape->cout != 0 && r.scale_w.size() != 1 &&
-               r.scale_w.size() != shape->cout) {
+    } else if (shape && shape->out_channels && r.scale_w.size() != 1 &&
+               r.scale_w.size() != *shape->out_channels) {
       fail(errc::record_length_mismatch, i,
            std::to_string(r.scale_w.size()) +
-               " scale_w; expected 1 or Cout = " + std::to_string(shape->cout));
+               " scale_w; expected 1 or Cout = " + std::to_string(*shape->out_channels));
     }
     for (const auto b : r.shift_bit) {
       if (b > 16) {
@@ -314,10 +309,10 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
       }
     }
     if (!r.tensor_balance_factor.empty()) {
-      if (shape && shape->cin != 0 && r.tensor_balance_factor.size() != shape->cin) {
+      if (shape && shape->in_channels && r.tensor_balance_factor.size() != *shape->in_channels) {
         fail(errc::record_length_mismatch, i,
              std::to_string(r.tensor_balance_factor.size()) +
-                 " tensor_balance_factor; expected Cin = " + std::to_string(shape->cin));
+                 " tensor_balance_factor; expected Cin = " + std::to_string(*shape->in_channels));
       }
       constexpr float eps = std::numeric_limits<float>::epsilon();
       for (const float f : r.tensor_balance_factor) {
@@ -334,9 +329,9 @@ inline void validate_record(const record_file& rec, const std::vector<record_lay
 /// Reads and checks a record file (see `validate_record`). Errors carry `line:col` from the
 /// same lexer as the config. Never throws.
 [[nodiscard]] inline result<record_file> try_parse_record(
-    std::string_view text, const std::vector<record_layer_shape>* layers = nullptr,
+    std::string_view text, const std::vector<layer_info>* layers = nullptr,
     text_limits limits = {}) {
-  auto tree = parse_text_tree(text, limits);
+  auto tree = text::parse_text_tree(text, limits);
   if (!tree)
     return result<record_file>(tree.diagnostics());
   std::vector<error> diags;

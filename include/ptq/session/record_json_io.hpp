@@ -197,7 +197,7 @@ namespace detail {
 
 /// Reads the JSON form and applies the record checks (`validate_record`). Never throws.
 [[nodiscard]] inline result<record_file> try_read_record_json(
-    std::string_view text, const std::vector<record_layer_shape>* layers = nullptr) {
+    std::string_view text, const std::vector<layer_info>* layers = nullptr) {
   const auto doc = detail::parse_json_ordered(text);
   if (!doc.ok) {
     return make_error(errc::record_value_invalid, "the record is not valid JSON at " +

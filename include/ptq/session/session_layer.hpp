@@ -104,6 +104,8 @@ struct session_layer {
   ~session_layer() = default;
 };
 
+namespace detail {
+
 /// Phase 0, at create: the layer's weight (any dtype and strides) as float32 in C order at its
 /// weight_out, or in weight_storage, and its bias in bias_storage; `desc`'s views then point at
 /// them. E801 for a view that cannot be read or a weight_out that overlaps a weight it is not
@@ -137,6 +139,8 @@ struct session_layer {
   }
   return {};
 }
+
+}  // namespace detail
 
 /// Whether the layer's weights are AdaRound's: the policy make_layer_calibrator picks for its
 /// plan (weight_algo_of: ADA where the type supports it, otherwise the toolkit's ARQ defaults),

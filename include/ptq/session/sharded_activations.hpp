@@ -27,6 +27,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// One of this rank's activation batches of a layer: its i-th is the global batch
 /// rank + i·count, pass 1 for the first shard_batch_count of them, then (after the exchange)
@@ -62,8 +63,6 @@ inline namespace PTQ_ABI_NAMESPACE {
   return detail::observe_two_pass_batch(l, input, shard.rank + (l.batches_seen % own) * shard.count,
                                         first_pass, ctx);
 }
-
-namespace detail {
 
 [[nodiscard]] inline error shard_error(std::string message) {
   return make_error(errc::shard_invalid, std::move(message));
@@ -193,8 +192,6 @@ namespace detail {
       });
 }
 
-}  // namespace detail
-
 /// Rank 0: what every rank adopts after pass `stage`, from `all` (rank r's shard_states at
 /// all[r]): after pass 1 each layer's merged pass-1 state, after pass 2 each layer's finalized
 /// activation parameters (FORCE_FP16_QUANT applied when `fp16`).
@@ -299,5 +296,6 @@ namespace detail {
   return {};
 }
 
+}  // namespace detail
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -34,6 +34,8 @@ struct hfmg_settings {
   unsigned threads = 1;
 };
 
+namespace detail {
+
 /// Python-style floor division of float32 values (torch's div_floor_floating): fmod-based, so it
 /// can differ from floor(a / b) when the quotient rounds up to an integer.
 [[nodiscard]] inline float floor_divide(float a, float b) noexcept {
@@ -51,6 +53,8 @@ struct hfmg_settings {
   return fl;
 }
 
+}  // namespace detail
+
 /// A histogram over [lo, hi] with 64-bit counts.
 struct hfmg_histogram {
   float lo = 0.0f;
@@ -63,6 +67,8 @@ struct hfmg_candidate {
   std::size_t left = 0;
   std::size_t right = 0;
 };
+
+namespace detail {
 
 /// The candidate list built by repeated shrinking (count step ceil(total/1e5), minimum width
 /// ceil(B/4)); the full range is never a candidate.
@@ -103,8 +109,6 @@ struct hfmg_candidate {
   const float top = h.lo + nb * w0;
   return (top - h.lo) / nb;
 }
-
-namespace detail {
 
 /// The nonzero bins of a histogram and their densities count / w (float32, as the toolkit).
 struct hfmg_bins {
@@ -156,8 +160,8 @@ struct hfmg_search {
     const hfmg_histogram& h, int bits, bool asymmetric, unsigned threads = 1,
     const kernels::kernel_set& k = kernels::default_kernels()) {
   hfmg_search out;
-  out.candidates = hfmg_search_range(h.counts);
-  const float w = hfmg_search_width(h);
+  out.candidates = detail::hfmg_search_range(h.counts);
+  const float w = detail::hfmg_search_width(h);
   const detail::hfmg_bins nz = detail::nonzero_bins(h.counts, w);
   out.losses.resize(out.candidates.size());
   // Candidates are independent: blocks of 64 candidates over the threads (results are the same
@@ -186,6 +190,8 @@ struct hfmg_search {
   out.result = make_activation_result(p.value());
   return out;
 }
+
+namespace detail {
 
 /// Merges `old` into `fresh` (binned on the merged range), as docs/numerics.md, HFMG, says.
 inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
@@ -223,6 +229,8 @@ inline void hfmg_merge_into(const hfmg_histogram& old, hfmg_histogram& fresh) {
     }
   }
 }
+
+}  // namespace detail
 
 /// What an HFMG observer accumulates: the merged histogram of the batches so far. Kept apart
 /// from the settings and kernels so that a later scale-out can merge two of them (the
@@ -284,7 +292,7 @@ class hfmg_observer {
       fresh.hi = mx > h.hi ? mx : h.hi;
       fresh.counts.assign(s_.num_of_bins, 0);
       view_histogram(k_, v, fresh.lo, fresh.hi, s_.num_of_bins, fresh.counts.data(), s_.threads);
-      hfmg_merge_into(h, fresh);
+      detail::hfmg_merge_into(h, fresh);
       h = std::move(fresh);
     }
     ++state_.batches;

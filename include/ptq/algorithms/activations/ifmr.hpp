@@ -48,6 +48,8 @@ struct ifmr_settings {
   unsigned threads = 1;  ///< 0 = hardware concurrency; results do not depend on it
 };
 
+namespace detail {
+
 /// Lanes of one vectorised torch.arange step on the toolkit's build, and the loop block (two of
 /// them); the last K % arange_block ratios are computed one by one.
 inline constexpr std::size_t arange_lanes = 8;
@@ -62,10 +64,10 @@ inline constexpr std::size_t arange_block = 16;
     return make_error(errc::invalid_argument, range + ": it needs start < end and step > 0");
   }
   const bool inclusive = s.candidates == candidate_rule::inclusive;
-  const double kd = inclusive ? ifmr_inclusive_candidate_count(start, end, step)
-                              : ifmr_toolkit_candidate_count(start, end, step);
-  if (!(kd >= 1.0) || kd > ifmr_max_candidates) {
-    return make_error(errc::invalid_argument, range + " " + ifmr_too_many_text(kd),
+  const double kd = inclusive ? detail::ifmr_inclusive_candidate_count(start, end, step)
+                              : detail::ifmr_toolkit_candidate_count(start, end, step);
+  if (!(kd >= 1.0) || kd > detail::ifmr_max_candidates) {
+    return make_error(errc::invalid_argument, range + " " + detail::ifmr_too_many_text(kd),
                       "use a larger search_step (the toolkit's default 0.01 gives 61)");
   }
   std::vector<float> r;
@@ -152,6 +154,8 @@ inline constexpr std::size_t ifmr_block = 4096;
   return loss;
 }
 
+}  // namespace detail
+
 /// IFMR on data already gathered (all batches concatenated), with the details of the search.
 struct ifmr_search {
   activation_quant_result result;
@@ -180,10 +184,12 @@ struct ifmr_search {
 [[nodiscard]] inline result<> ifmr_validate_settings(const ifmr_settings& s) {
   if (auto st = ifmr_check_settings(s); !st)
     return st;
-  if (auto r = ifmr_ratios(s); !r)
+  if (auto r = detail::ifmr_ratios(s); !r)
     return r.error();
   return {};
 }
+
+namespace detail {
 
 /// The percentile start values from the k-th largest and k-th smallest value.
 inline void ifmr_set_start(ifmr_search& out, float kth_largest, float kth_smallest) noexcept {
@@ -209,6 +215,8 @@ inline void ifmr_conclude(ifmr_search& out, const ifmr_settings& s) {
       make_activation_result(quant_params{scale, static_cast<std::int32_t>(offset), s.bits});
 }
 
+}  // namespace detail
+
 [[nodiscard]] inline result<ifmr_search> ifmr_run(
     const float* x, std::size_t n, const ifmr_settings& s,
     const kernels::kernel_set& k = kernels::default_kernels()) {
@@ -217,17 +225,17 @@ inline void ifmr_conclude(ifmr_search& out, const ifmr_settings& s) {
   if (n == 0)
     return make_error(errc::no_data, "IFMR: no data observed");
   ifmr_search out;
-  const std::size_t kmax = ifmr_percentile_rank(s.max_percentile, n);
-  const std::size_t kmin = ifmr_percentile_rank(s.min_percentile, n);
+  const std::size_t kmax = detail::ifmr_percentile_rank(s.max_percentile, n);
+  const std::size_t kmin = detail::ifmr_percentile_rank(s.min_percentile, n);
   const kernels::extremes_result e =
       kernels::parallel_select_extremes(k, x, n, kmax, kmin, s.threads);
-  ifmr_set_start(out, e.kth_largest, e.kth_smallest);
-  auto cand = ifmr_candidates(s, out.max0, out.min0);
+  detail::ifmr_set_start(out, e.kth_largest, e.kth_smallest);
+  auto cand = detail::ifmr_candidates(s, out.max0, out.min0);
   if (!cand)
     return cand.error();
   out.candidates = std::move(cand).value();
-  out.losses = ifmr_losses(x, n, out.candidates, s.threads, k);
-  ifmr_conclude(out, s);
+  out.losses = detail::ifmr_losses(x, n, out.candidates, s.threads, k);
+  detail::ifmr_conclude(out, s);
   return out;
 }
 
@@ -288,7 +296,7 @@ class ifmr_observer {
     if (values <= state_.data.capacity() || values > state_.data.max_size())
       return;
     state_.data.reserve(values);
-    advise_huge_pages(state_.data.data(), values * sizeof(float));
+    detail::advise_huge_pages(state_.data.data(), values * sizeof(float));
   }
   /// Adds one batch from a contiguous container (data() and size()).
   template <class C>

@@ -77,7 +77,7 @@ struct activation_search_stats {
   st.has_percentile = true;
   st.percentile_min = r.min0;
   st.percentile_max = r.max0;
-  const auto ratios = ifmr_ratios(o.settings());
+  const auto ratios = detail::ifmr_ratios(o.settings());
   for (std::size_t j = 0; j < r.candidates.size(); ++j) {
     st.candidate_x.push_back(ratios && j < ratios.value().size() ? ratios.value()[j] : 0.0);
     st.candidate_lo.push_back(r.candidates[j].lo);
@@ -111,7 +111,7 @@ struct activation_search_stats {
     st.histogram[b * groups / nb] += h.counts[b];
     st.count += static_cast<std::uint64_t>(h.counts[b]);
   }
-  const float w = hfmg_search_width(h);
+  const float w = detail::hfmg_search_width(h);
   for (std::size_t j = 0; j < r.candidates.size(); ++j) {
     const auto& c = r.candidates[j];
     st.candidate_x.push_back(static_cast<double>(j + 1));

@@ -1,8 +1,9 @@
 // The observers' kernels over tensor views (core/tensor_view.hpp) that are not float32 in
-// place (float16, bfloat16, strided): each thread converts a block of conversion_block values into
-// a buffer of its own and runs the kernel on it, so such a batch is never converted whole. Blocks
-// are combined in block order, so results and errors are those of the kernels on the converted
-// batch, for every thread count. Depends on: core and kernels.
+// place (float16, bfloat16, strided): each thread converts a block of conversion_block values
+// into a buffer of its own and runs the kernel on it, so such a batch is never converted whole.
+// Blocks are combined in block order, so results and errors are those of the kernels on the
+// converted batch, for every thread count.
+// Depends on: core and kernels.
 #pragma once
 
 #include <algorithm>

@@ -15,6 +15,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 class gemm_task_runner {
  public:
@@ -118,6 +119,8 @@ class gemm_task_runner {
   std::vector<std::vector<float>> gemm_ws_;     // one packing workspace per thread
   std::vector<std::vector<float>> thread_col_;  // one im2col buffer per thread
 };
+
+}  // namespace detail
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

@@ -12,6 +12,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 /// A sliding window over an image of `channels` x img_h x img_w: window position (oy, ox) of the
 /// out_h x out_w grid and kernel tap (ky, kx) read pixel (oy*stride_h - pad_h + ky*dilation_h,
@@ -31,8 +32,6 @@ struct window_geometry {
   std::size_t out_h = 0;
   std::size_t out_w = 0;
 };
-
-namespace detail {
 
 /// The window positions [lo, hi) of one axis whose tap at offset `off` (= k*dilation - pad) lands
 /// inside [0, extent): o*stride + off in [0, extent).
@@ -63,8 +62,6 @@ struct tap_range {
                                            std::int64_t off) noexcept {
   return static_cast<std::size_t>(static_cast<std::int64_t>(o * stride) + off);
 }
-
-}  // namespace detail
 
 /// Gathers the windows of `img` ([channels, img_h, img_w], contiguous) into col:
 /// col[((c*kernel_h + ky)*kernel_w + kx)*ldcol + oy*out_w + ox] = the pixel tap (ky, kx) of
@@ -133,6 +130,8 @@ inline void col2im(const window_geometry& g, const float* col, std::size_t ldcol
     }
   }
 }
+
+}  // namespace detail
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq

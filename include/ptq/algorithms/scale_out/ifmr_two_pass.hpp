@@ -57,8 +57,8 @@ struct ifmr_tails_state {
     return make_error(errc::no_data, "IFMR: no data observed");
   ifmr_tails_state t;
   t.total = total;
-  t.k_large = ifmr_percentile_rank(s.max_percentile, static_cast<std::size_t>(total));
-  t.k_small = ifmr_percentile_rank(s.min_percentile, static_cast<std::size_t>(total));
+  t.k_large = detail::ifmr_percentile_rank(s.max_percentile, static_cast<std::size_t>(total));
+  t.k_small = detail::ifmr_percentile_rank(s.min_percentile, static_cast<std::size_t>(total));
   return t;
 }
 
@@ -187,10 +187,10 @@ struct ifmr_plan {
   if (t.large.size() != t.k_large || t.small.size() != t.k_small)
     return make_error(errc::state_invalid, "IFMR tails: fewer values kept than the ranks");
   ifmr_search start;
-  ifmr_set_start(start, t.large.back(), t.small.back());
+  detail::ifmr_set_start(start, t.large.back(), t.small.back());
   p.max0 = start.max0;
   p.min0 = start.min0;
-  auto c = ifmr_candidates(s, p.max0, p.min0);
+  auto c = detail::ifmr_candidates(s, p.max0, p.min0);
   if (!c)
     return c.error();
   p.candidates = std::move(c).value();
@@ -214,11 +214,11 @@ struct ifmr_losses_state {
 
   [[nodiscard]] std::uint64_t total() const noexcept { return plan.offsets.back(); }
   [[nodiscard]] std::uint64_t blocks() const noexcept {
-    return (total() + ifmr_block - 1) / ifmr_block;
+    return (total() + detail::ifmr_block - 1) / detail::ifmr_block;
   }
   [[nodiscard]] std::size_t block_size(std::uint64_t j) const noexcept {
-    const std::uint64_t rest = total() - j * ifmr_block;
-    return static_cast<std::size_t>(rest < ifmr_block ? rest : ifmr_block);
+    const std::uint64_t rest = total() - j * detail::ifmr_block;
+    return static_cast<std::size_t>(rest < detail::ifmr_block ? rest : detail::ifmr_block);
   }
 };
 
@@ -305,18 +305,19 @@ inline void fold_blocks(ifmr_losses_state& st) {
     return mm.error();
   st.seen[batch] = 1;
   // The head piece (up to the first block boundary), the whole blocks, the tail piece.
-  const auto head_in = static_cast<std::size_t>(o % ifmr_block);
-  const std::size_t head = head_in == 0 ? 0 : std::min<std::size_t>(n, ifmr_block - head_in);
-  const std::uint64_t first_whole = (o + head) / ifmr_block;
-  const std::size_t whole = (n - head) / ifmr_block;
+  const auto head_in = static_cast<std::size_t>(o % detail::ifmr_block);
+  const std::size_t head =
+      head_in == 0 ? 0 : std::min<std::size_t>(n, detail::ifmr_block - head_in);
+  const std::uint64_t first_whole = (o + head) / detail::ifmr_block;
+  const std::size_t whole = (n - head) / detail::ifmr_block;
   // The rest is a piece even when it is the (short) last block of all: add_piece computes a
   // block as soon as its pieces cover it.
-  const std::size_t tail = n - head - whole * ifmr_block;
+  const std::size_t tail = n - head - whole * detail::ifmr_block;
   const std::size_t nk = st.plan.candidates.size();
   std::vector<double> partial(whole * nk, 0.0);
   const float* wx = x + head;
   kernels::parallel_blocks(whole, threads, [&](std::size_t b) {
-    k.candidate_mse(wx + b * ifmr_block, ifmr_block, st.plan.candidates.data(), nk,
+    k.candidate_mse(wx + b * detail::ifmr_block, detail::ifmr_block, st.plan.candidates.data(), nk,
                     partial.data() + b * nk);
   });
   for (std::size_t b = 0; b < whole; ++b) {
@@ -327,13 +328,13 @@ inline void fold_blocks(ifmr_losses_state& st) {
   }
   if (head != 0) {
     auto r = detail::add_piece(
-        st, o / ifmr_block,
+        st, o / detail::ifmr_block,
         ifmr_piece{static_cast<std::uint32_t>(head_in), std::vector<float>(x, x + head)}, k);
     if (!r)
       return r;
   }
   if (tail != 0) {
-    const float* tx = x + head + whole * ifmr_block;
+    const float* tx = x + head + whole * detail::ifmr_block;
     auto r = detail::add_piece(st, first_whole + whole,
                                ifmr_piece{0, std::vector<float>(tx, tx + tail)}, k);
     if (!r)
@@ -399,7 +400,7 @@ inline void fold_blocks(ifmr_losses_state& st) {
   out.min0 = st.plan.min0;
   out.candidates = st.plan.candidates;
   out.losses = st.loss;
-  ifmr_conclude(out, s);
+  detail::ifmr_conclude(out, s);
   return out;
 }
 

@@ -50,7 +50,7 @@ struct ada_settings {
   bool channel_wise = true;
   std::uint64_t seed = 0;       ///< minibatch generator seed
   std::size_t batch_size = 32;  ///< the toolkit's fixed minibatch
-  adam_params adam{};           ///< the toolkit uses torch's defaults (lr 1e-3)
+  detail::adam_params adam{};   ///< the toolkit uses torch's defaults (lr 1e-3)
   unsigned threads = 1;         ///< results do not depend on it
   /// The iterations use `threads` only from this many multiply-adds per minibatch forward: below
   /// it, handing the pool its work (several calls per iteration) costs more than it saves.

@@ -24,6 +24,8 @@
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
+namespace detail {
+
 inline constexpr std::size_t kl_histogram_bins = 512;  ///< bins over [-T, T]
 inline constexpr std::size_t kl_search_windows = 20;   ///< windows [i, 512 - i), i = 0..19
 inline constexpr std::size_t kl_quant_bins = 255;      ///< 2^8 - 1 groups of the candidate Q
@@ -41,8 +43,6 @@ struct kl_search_result {
   float absmax = 0.0f;
   std::size_t window = 0;
 };
-
-namespace detail {
 
 /// numpy's pairwise summation of float64 (`np.sum` of a contiguous array): below 8 elements a
 /// plain loop, up to 128 eight interleaved accumulators combined as a tree, above that the two
@@ -93,8 +93,6 @@ inline bool kl_smooth(double* h, std::size_t n) noexcept {
     h[k] = h[k] == 0.0 ? eps : h[k] + inc;
   return true;
 }
-
-}  // namespace detail
 
 /// KL(P || Q) of window i (0 <= i < 20) of a 512-bin histogram, in double:
 /// - P: bins [i, 512 - i), with the mass left of the window added to its first bin and the mass
@@ -180,8 +178,6 @@ inline bool kl_smooth(double* h, std::size_t n) noexcept {
   return (absmax - step) / 128.0f;
 }
 
-namespace detail {
-
 inline constexpr std::size_t no_channel = static_cast<std::size_t>(-1);
 
 /// The search on values already checked finite with T = absmax; `fill(lo, hi, counts)` adds the
@@ -215,8 +211,6 @@ template <class Fill>
   return r;
 }
 
-}  // namespace detail
-
 /// The KL search on one channel's (or one tensor's) values: checks them (empty, NaN/Inf name
 /// `name` and the index within x), takes T = max|x| and returns the processed scale, T and the
 /// chosen window. T == 0 gives scale 1, window 0.
@@ -232,6 +226,8 @@ template <class Fill>
                              k.histogram(x, n, lo, hi, kl_histogram_bins, counts);
                            });
 }
+
+}  // namespace detail
 
 /// The initial AdaRound scale_w / offset_w of a weight in native layout (as arq_calibrate:
 /// [Cout, Cin/g, k...], [Cout, Cin], ConvTranspose [Cin, Cout/g, k...] with output channel
@@ -251,7 +247,7 @@ template <class Fill>
   weight_quant_result out;
   out.bits = 8;
   if (!channel_wise) {
-    auto r = kl_init_scale(data, w.size(), w.name, k);
+    auto r = detail::kl_init_scale(data, w.size(), w.name, k);
     if (!r)
       return r.error();
     out.scale.push_back(r.value().scale);
@@ -271,7 +267,7 @@ template <class Fill>
     const float absmax = std::fmax(std::fabs(m.min), std::fabs(m.max));
     auto r = detail::kl_search(absmax, w.name, o, [&](float lo, float hi, std::int64_t* counts) {
       for (std::size_t s = 0; s < g.segments_per_channel; ++s)
-        k.histogram(data + g.offset(o, s), g.segment, lo, hi, kl_histogram_bins, counts);
+        k.histogram(data + g.offset(o, s), g.segment, lo, hi, detail::kl_histogram_bins, counts);
     });
     if (!r)
       return r.error();

@@ -14,6 +14,7 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
+namespace detail {
 
 inline constexpr float ada_zeta = kernels::ada_zeta;
 inline constexpr float ada_gamma = kernels::ada_gamma;
@@ -58,6 +59,8 @@ struct adam_step_constants {
   const double b2 = 1.0 - std::pow(static_cast<double>(p.beta2), static_cast<double>(step));
   return {static_cast<float>(p.learning_rate / b1), static_cast<float>(std::sqrt(b2))};
 }
+
+}  // namespace detail
 
 }  // namespace PTQ_ABI_NAMESPACE
 }  // namespace ptq
