@@ -5,7 +5,8 @@
 #   tools/install-deps.sh            the `ptq` tool: what tools/demo.sh (the main job) builds
 #   tools/install-deps.sh --test     also the tests, benchmarks and their real components: Catch2,
 #                                    Google Benchmark, clang++-14 (strict consumer builds), chromium, ONNX, Open MPI, python3-torch,
-#                                    node and npm (what tools/test.sh needs)
+#                                    pybind11 and Python's headers (the Python module), node and npm
+#                                    (what tools/test.sh needs)
 #   tools/install-deps.sh --ort DIR  also ONNX Runtime for the ort_* tests: the npm package
 #                                    onnxruntime-node (CPU binaries inside) into DIR/node_modules
 #   tools/install-deps.sh --ci       also clang-14, the libFuzzer/sanitizer runtimes, clang-format
@@ -16,7 +17,7 @@ ort_version=1.30.0
 packages=(cmake g++ make libxtensor-dev xtl-dev libxsimd-dev nlohmann-json3-dev libcli11-dev)
 test_packages=(catch2 libbenchmark-dev clang-14 chromium python3 python3-jsonschema libonnx-dev
                libprotobuf-dev python3-onnx python3-numpy libonnx-testdata libopenmpi-dev
-               openmpi-bin python3-torch)
+               openmpi-bin python3-torch pybind11-dev python3-dev)
 ort_dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -27,7 +28,7 @@ while [[ $# -gt 0 ]]; do
       ort_dir=$2
       shift
       ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
   shift

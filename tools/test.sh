@@ -22,6 +22,7 @@ cmake -S . -B "$build_dir" \
   -DPTQ_BUILD_EXAMPLES=ON \
   -DPTQ_BUILD_BENCHMARKS=ON \
   -DPTQ_ORT_REQUIRED=ON \
+  -DPTQ_BUILD_PYTHON=ON \
   "$@"
 cmake --build "$build_dir" -j"$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j2

@@ -28,8 +28,9 @@ int main() {
 
   // 2. Resolve per layer with the toolkit's precedence and defaults.
   const std::vector<ptq::layer_info> layers = {
-      {"features.0", ptq::layer_type::conv2d, true, 3, 1, 64},  // name, type, bias, Cin, groups,
-      {"classifier", ptq::layer_type::linear, true, 512, 1, 10},  // Cout
+      // name, type, bias, Cin, groups, Cout
+      {"features.0", ptq::layer_type::conv2d, true, 3, 1, 64},
+      {"classifier", ptq::layer_type::linear, true, 512, 1, 10},
   };
   const auto plan = ptq::resolve_config(config.value(), layers);
   std::cerr << ptq::format_diagnostics(plan.diagnostics(), text, "quant.cfg");

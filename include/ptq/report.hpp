@@ -2,6 +2,7 @@
 // the JSON form. Adds nlohmann_json (the JSON writer), like ptq/record_json.hpp.
 #pragma once
 
+#include "ptq/report/auto_calibrate.hpp"
 #include "ptq/report/html.hpp"
 #include "ptq/report/report_data.hpp"
 #include "ptq/report/report_json.hpp"

@@ -151,5 +151,9 @@ TEST_CASE("every C++ snippet of docs/*.md is a marked region of a compiled sourc
                                  "docs/export.md examples/session_usage/main.cpp export",
                                  "docs/numerics.md examples/session_usage/main.cpp policies",
                                  "docs/numerics.md examples/numerics_usage/main.cpp numerics",
+                                 "docs/python.md examples/python/torch_usage.py bindings",
+                                 "docs/python.md examples/python/torch_usage.py torch",
+                                 "docs/python.md examples/python/torch_usage.py amct",
+                                 "docs/python.md examples/python/torch_usage.py auto",
                                  "docs/report.md examples/session_usage/main.cpp report"});
 }

@@ -365,6 +365,7 @@ TEST_CASE("layer_calibrator::make refuses bad settings before any batch", "[sess
   range.search_range_end = 0.7;
   auto b = arq_ifmr::make({8, true}, range, o);
   REQUIRE_FALSE(b.ok());
+  CHECK(b.error().code == ptq::errc::search_range_invalid);  // the config's code for it
   CHECK(b.error().message ==
         "conv1 input: IFMR search range [1.3, 0.7] with step 0.01: it needs start < end and "
         "step > 0");

@@ -4,8 +4,10 @@
 // and must equal, line for line, the region of that file between the lines
 //   // [readme:numerics]   and   // [/readme:numerics]
 // (`// [doc:NAME]` ... `// [/doc:NAME]` works the same: a source may mark regions for the docs
-// too) with the markers' indentation removed. check_snippets() lists every way a document and
-// the sources disagree; tests/package runs it on the README and every file of docs/.
+// too) with the markers' indentation removed. A ```python block with such a comment is the
+// region of a .py file between `# [doc:NAME]` and `# [/doc:NAME]` (one without is free text).
+// check_snippets() lists every way a document and the sources disagree; tests/package runs it on
+// the README and every file of docs/.
 #pragma once
 
 #include <algorithm>
@@ -62,11 +64,12 @@ inline std::optional<snippet_ref> parse_snippet_comment(const std::string& line)
 /// when the markers are missing, repeated or a line is indented less than its marker. The
 /// markers are `// [readme:NAME]` or `// [doc:NAME]`, whichever the source has.
 inline std::vector<std::string> region_lines(const std::string& source, const std::string& name,
-                                             std::string& problem) {
-  const bool doc = source.find("// [doc:" + name + "]") != std::string::npos;
+                                             std::string& problem,
+                                             const std::string& comment = "//") {
+  const bool doc = source.find(comment + " [doc:" + name + "]") != std::string::npos;
   const std::string kind = doc ? "doc" : "readme";
-  const std::string begin = "// [" + kind + ":" + name + "]",
-                    end = "// [/" + kind + ":" + name + "]";
+  const std::string begin = comment + " [" + kind + ":" + name + "]",
+                    end = comment + " [/" + kind + ":" + name + "]";
   const auto lines = split_lines(source);
   std::vector<std::string> out;
   std::size_t begins = 0, ends = 0, indent = 0;
@@ -111,7 +114,8 @@ inline std::vector<std::string> check_snippets(
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (detail::trim(lines[i]).rfind("```", 0) != 0)
       continue;
-    const bool cpp = detail::trim(lines[i]) == "```cpp" || detail::trim(lines[i]) == "```c++";
+    const bool cpp = detail::trim(lines[i]) == "```cpp" || detail::trim(lines[i]) == "```c++" ||
+                     detail::trim(lines[i]) == "```python";
     std::size_t j = i + 1;  // the closing fence
     while (j < lines.size() && detail::trim(lines[j]).rfind("```", 0) != 0)
       ++j;
@@ -127,6 +131,10 @@ inline std::vector<std::string> check_snippets(
     const std::vector<std::string> block(lines.begin() + static_cast<std::ptrdiff_t>(i) + 1,
                                          lines.begin() + static_cast<std::ptrdiff_t>(j));
     const auto ref = i > 0 ? detail::parse_snippet_comment(lines[i - 1]) : std::nullopt;
+    if (!ref && detail::trim(lines[i]) == "```python") {  // a python block may be free text
+      i = j;
+      continue;
+    }
     if (!ref) {
       problems.push_back(where + "a ```cpp block needs '<!-- snippet: FILE REGION -->' on the " +
                          "line before it");
@@ -150,7 +158,8 @@ inline std::vector<std::string> check_snippets(
       continue;
     }
     std::string problem;
-    const auto region = detail::region_lines(*source, r.region, problem);
+    const bool py = r.file.size() > 3 && r.file.compare(r.file.size() - 3, 3, ".py") == 0;
+    const auto region = detail::region_lines(*source, r.region, problem, py ? "#" : "//");
     if (!problem.empty()) {
       problems.push_back(what + problem);
     } else if (region != block) {

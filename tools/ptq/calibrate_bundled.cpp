@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bundled_calibration.hpp"
@@ -16,6 +20,8 @@
 #include "config_io.hpp"
 #include "input_files.hpp"
 #include "manifest_input.hpp"
+#include "ptq/report/auto_calibrate.hpp"
+#include "ptq/report/report_data.hpp"
 
 namespace fs = std::filesystem;
 
@@ -74,6 +80,103 @@ struct output_folder {
   }
 };
 
+/// One calibration of the bundled model: its session and what it measured.
+struct bundled_run {
+  std::optional<ptq::calibration_session> session;
+  ptq_cli::bundled_result result;
+};
+
+/// `config` with `skip` added to its skip_layers.
+ptq::amct_config skipping(ptq::amct_config config, const std::vector<std::string>& skip) {
+  for (const auto& name : skip)
+    config.skip_layers.push_back({name, {}});
+  return config;
+}
+
+/// The bundled model calibrated with `config`.
+ptq::result<bundled_run> calibrate_once(const ptq::amct_config& config,
+                                        const std::vector<ptq::layer_desc>& descs,
+                                        const ptq_cli::bundled_model& m,
+                                        const ptq::session_options& opt) {
+  auto created = ptq::calibration_session::create(config, descs, opt);
+  if (!created)
+    return ptq::failure_of(created);
+  bundled_run run;
+  run.session.emplace(std::move(created).value());
+  auto r = ptq_cli::calibrate_bundled(*run.session, m, 32, opt.threads, opt.kernels);
+  if (!r)
+    return r.error();
+  run.result = std::move(r).value();
+  return run;
+}
+
+/// --auto-accuracy: the toolkit's binary search over the most sensitive layers (ranked by the
+/// first calibration's weight and test-input SQNR, the report's estimate), each candidate
+/// calibrated and evaluated on the test split. Prints every evaluation; returns the accepted
+/// run (or the all-float one) and its skip_layers.
+ptq::result<std::pair<bundled_run, std::vector<std::string>>> search_accuracy(
+    const calibrate_args& a, const ptq::amct_config& config,
+    const std::vector<ptq::layer_desc>& descs, const ptq_cli::bundled_model& m,
+    const ptq::session_options& opt) {
+  std::map<std::vector<std::string>, bundled_run> runs;
+  auto first = calibrate_once(config, descs, m, opt);
+  if (!first)
+    return first.error();
+  const auto& s = *first.value().session;
+  std::vector<ptq::sensitivity_entry> scores;
+  for (std::size_t i = 0; i < s.layers().size(); ++i) {
+    const auto& l = s.layers()[i];
+    if (l.plan.quant_enable) {
+      scores.push_back(
+          {l.desc.name,
+           ptq::combined_sqnr_db(l.weight_sqnr_db, first.value().result.activation_sqnr_db[i])});
+    }
+  }
+  runs.emplace(std::vector<std::string>{}, std::move(first).value());
+  const auto evaluate =
+      [&](const std::vector<std::string>& skip) -> ptq::result<ptq::auto_calibration_verdict> {
+    auto it = runs.find(skip);
+    if (it == runs.end()) {
+      auto run = calibrate_once(skipping(config, skip), descs, m, opt);
+      if (!run)
+        return run.error();
+      it = runs.emplace(skip, std::move(run).value()).first;
+    }
+    const auto& r = it->second.result;
+    const double drop = 100.0 * (r.fp32_accuracy - r.quant_accuracy);
+    const bool ok = drop <= a.auto_accuracy;
+    if (!a.json) {
+      char line[160];
+      std::snprintf(line, sizeof line, "%6.2f %% (a drop of %.2f points): %s",
+                    100.0 * r.quant_accuracy, drop, ok ? "accepted" : "refused");
+      std::cout << "auto-accuracy: "
+                << (skip.empty() ? std::string("every layer quantized")
+                                 : ptq::skip_layers_line(skip))
+                << ": " << line << "\n";
+    }
+    return ptq::auto_calibration_verdict{ok, r.quant_accuracy};
+  };
+  auto searched = ptq::auto_calibrate(std::move(scores), evaluate);
+  if (!searched)
+    return searched.error();
+  const auto& skip = searched.value().skip_layers;
+  auto it = runs.find(skip);
+  if (it == runs.end()) {  // every layer in float: calibrated once more, not evaluated
+    auto run = calibrate_once(skipping(config, skip), descs, m, opt);
+    if (!run)
+      return run.error();
+    it = runs.emplace(skip, std::move(run).value()).first;
+  }
+  if (!a.json) {
+    std::cout << "auto-accuracy: " << searched.value().steps.size() << " evaluations; "
+              << (skip.empty() ? std::string("every layer stays quantized")
+                               : ptq::skip_layers_line(skip) +
+                                     (searched.value().accepted ? "" : " (no set was accepted)"))
+              << "\n\n";
+  }
+  return std::pair<bundled_run, std::vector<std::string>>(std::move(it->second), skip);
+}
+
 }  // namespace
 
 int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_printer& progress) {
@@ -127,16 +230,26 @@ int run_bundled(calibrate_args a, ptq::session_options opt, ptq_cli::progress_pr
     descs.push_back(l.desc);
   const auto kernels = opt.kernels;
   const unsigned threads = opt.threads;
-  auto created = ptq::calibration_session::create(cfg->parsed.value(), descs, std::move(opt));
-  print_session_diagnostics(created.diagnostics(), cfg->text, a.config,
-                            (digits / "model.safetensors").string(), &model.value().model);
-  if (!created)
-    return ptq_cli::exit_error;
-  auto s = std::move(created).value();
-  auto r = ptq_cli::calibrate_bundled(s, model.value(), 32, threads, kernels);
-  if (!r)
-    return fail(r.error());
-  const auto& res = r.value();
+  bundled_run run;
+  if (a.auto_accuracy >= 0.0) {
+    auto searched = search_accuracy(a, cfg->parsed.value(), descs, model.value(), opt);
+    if (!searched)
+      return fail(searched.error());
+    run = std::move(searched.value().first);
+  } else {
+    auto created = ptq::calibration_session::create(cfg->parsed.value(), descs, std::move(opt));
+    print_session_diagnostics(created.diagnostics(), cfg->text, a.config,
+                              (digits / "model.safetensors").string(), &model.value().model);
+    if (!created)
+      return ptq_cli::exit_error;
+    run.session.emplace(std::move(created).value());
+    auto r = ptq_cli::calibrate_bundled(*run.session, model.value(), 32, threads, kernels);
+    if (!r)
+      return fail(r.error());
+    run.result = std::move(r).value();
+  }
+  auto& s = *run.session;
+  const auto& res = run.result;
   auto rc =
       ptq_cli::bundled_report_context(a, s, model.value(), res, cfg->text, 32, threads, kernels);
   if (!rc)

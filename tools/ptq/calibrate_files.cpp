@@ -28,7 +28,8 @@ namespace {
 
 using batch_source = ptq::named_source<ptq::io::safetensors_file>;
 
-/// The inputs of a run from files: CONFIG, --model, --weights, --batches and --ada-data.
+/// The inputs of a run from files: CONFIG, --model, --weights, --batches, --ada-data,
+/// --ada-float-data and --dmq-data.
 std::vector<named_path> file_inputs(const calibrate_args& a) {
   std::vector<named_path> in = {
       {"CONFIG", a.config}, {"--model", a.model}, {"--weights", a.weights}};
@@ -36,6 +37,10 @@ std::vector<named_path> file_inputs(const calibrate_args& a) {
     in.push_back({"--batches", b});
   if (!a.ada_data.empty())
     in.push_back({"--ada-data", a.ada_data});
+  if (!a.ada_float_data.empty())
+    in.push_back({"--ada-float-data", a.ada_float_data});
+  if (!a.dmq_data.empty())
+    in.push_back({"--dmq-data", a.dmq_data});
   if (!a.onnx.empty())
     in.push_back({"--onnx", a.onnx});
   return in;
@@ -55,12 +60,32 @@ ptq::result<> check_inputs(const std::vector<named_path>& inputs) {
   return {};
 }
 
+/// An input the config has no use for is named, not silently dropped (W1107).
+void warn_unused_input(const char* option, const char* why) {
+  std::cerr << ptq::format_error(
+      ptq::make_warning(ptq::errc::input_ignored, std::string(option) + " is not read: " + why),
+      "ptq calibrate");
+}
+
 /// What a run from files loads before the batches.
 struct model_files {
   ptq_cli::loaded_config cfg;
   ptq::io::safetensors_file weights;
   ptq::model_manifest model;
   std::optional<ptq::io::safetensors_file> ada_samples;  ///< --ada-data, when a layer needs it
+  std::optional<ptq::io::safetensors_file> ada_float;    ///< --ada-float-data, likewise
+  std::optional<ptq::io::safetensors_file> dmq;          ///< --dmq-data, when a layer needs it
+
+  /// The phase_sources over these files (`ada`, `ada_float` and `dmq` name them).
+  [[nodiscard]] ptq::phase_sources<ptq::io::safetensors_file> sources(const calibrate_args& a,
+                                                                      batch_source& ada,
+                                                                      batch_source& floats,
+                                                                      batch_source& dmq_src) const {
+    ada = {a.ada_data, ada_samples ? &*ada_samples : nullptr};
+    floats = {a.ada_float_data, ada_float ? &*ada_float : nullptr};
+    dmq_src = {a.dmq_data, dmq ? &*dmq : nullptr};
+    return {dmq ? &dmq_src : nullptr, &ada, ada_float ? &floats : nullptr};
+  }
 };
 
 /// Loads the config, the weights and the manifest, and creates the session. An error whose
@@ -83,7 +108,12 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
   auto parsed = ptq_cli::read_manifest_input(a.model, weights.value());
   if (!parsed)
     return parsed.error();
-  model_files f{*cfg, std::move(weights).value(), std::move(parsed).value(), std::nullopt};
+  model_files f{*cfg,
+                std::move(weights).value(),
+                std::move(parsed).value(),
+                std::nullopt,
+                std::nullopt,
+                std::nullopt};
   // The session gets the layers. Only the exporters read the manifest's float weights after
   // this (the rest of the run names layers and tensors), so without --export the session
   // quantizes each weight where the manifest holds it instead of copying it.
@@ -116,6 +146,23 @@ ptq::result<std::pair<model_files, ptq::calibration_session>> load_model(
     if (!samples)
       return samples.error();
     f.ada_samples = std::move(samples).value();
+    if (!a.ada_float_data.empty()) {
+      auto floats = ptq_cli::read_tensor_input(a.ada_float_data, "--ada-float-data");
+      if (!floats)
+        return floats.error();
+      f.ada_float = std::move(floats).value();
+    }
+  } else if (!a.ada_float_data.empty() || !a.ada_data.empty()) {
+    warn_unused_input(!a.ada_data.empty() ? "--ada-data" : "--ada-float-data",
+                      "no layer uses ada_quantize");
+  }
+  if (!s.dmq_layers().empty() && !a.dmq_data.empty()) {
+    auto dmq = ptq_cli::read_tensor_input(a.dmq_data, "--dmq-data");
+    if (!dmq)
+      return dmq.error();
+    f.dmq = std::move(dmq).value();
+  } else if (!a.dmq_data.empty()) {
+    warn_unused_input("--dmq-data", "no layer has dmq_balancer");
   }
   return std::pair<model_files, ptq::calibration_session>(std::move(f), std::move(s));
 }
@@ -203,8 +250,9 @@ int run_files(const calibrate_args& a, ptq::session_options opt, progress_printe
   if (!batches)
     return fail(batches.error());
   timer.lap("open");
-  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
-  auto r = ptq::calibrate_from_files(s, batches.value().sources, &ada, kernels);
+  batch_source ada, floats, dmq;
+  auto r = ptq::calibrate_from_files(s, batches.value().sources, f.sources(a, ada, floats, dmq),
+                                     kernels);
   if (!r)
     return fail(r.error());
   timer.lap("finish");  // the record and the input SQNR, after the last activation event
@@ -268,8 +316,9 @@ int run_files_mpi(const calibrate_args& a, ptq::session_options opt, progress_pr
   });
   if (!batches)
     return fail_early(batches.error());
-  const batch_source ada{a.ada_data, f.ada_samples ? &*f.ada_samples : nullptr};
-  auto r = ptq::calibrate_from_files_sharded(s, comm, batches.value().sources, &ada, kernels);
+  batch_source ada, floats, dmq;
+  auto r = ptq::calibrate_from_files_sharded(s, comm, batches.value().sources,
+                                             f.sources(a, ada, floats, dmq), kernels);
   if (!r)  // every rank has it from an exchange
     return fail_all(r.error());
   const ptq::result<> written = root ? write_outputs(a, s, f, r.value()) : ptq::result<>();

@@ -35,6 +35,8 @@ struct calibrate_args {
   std::string quant_config;
   std::string fake_quant_weights;
   std::string ada_data;
+  std::string ada_float_data;        ///< --ada-float-data: the AdaRound targets' inputs
+  std::string dmq_data;              ///< --dmq-data: the DMQ pass's inputs (default: batch 0)
   std::string report;                ///< --report: the HTML page
   std::string report_json;           ///< --report-json
   std::vector<std::string> exports;  ///< --export FORMAT=OUT (export_files.hpp)
@@ -47,6 +49,8 @@ struct calibrate_args {
   bool json = false;
   bool quiet = false;
   bool timings = false;  ///< --timings: each part's wall time on stderr (phase_timer.hpp)
+  /// --auto-accuracy: the accepted test accuracy drop in points (negative: no search)
+  double auto_accuracy = -1.0;
 };
 
 /// A phase's one-word name in progress lines and timings.

@@ -69,6 +69,13 @@ void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
   sub.add_option("--ada-data", a.ada_data,
                  "AdaRound samples (.safetensors): each ada_quantize layer's input samples "
                  "under the layer's name (dim 0 is the sample axis)");
+  sub.add_option("--ada-float-data", a.ada_float_data,
+                 "the AdaRound samples' inputs with every AdaRound layer in float "
+                 "(.safetensors, as --ada-data): each layer's target is its float output on "
+                 "them (default: on --ada-data)");
+  sub.add_option("--dmq-data", a.dmq_data,
+                 "the DMQ pass's inputs (.safetensors, each dmq_balancer layer's input under "
+                 "its name, from the float model; default: the first of --batches)");
   sub.add_option("--seed", a.seed, "AdaRound minibatch seed (default 0)")
       ->check(CLI::NonNegativeNumber);  // CLI11 would wrap "-3" to 2^64 - 3
   sub.add_option("--threads", a.threads,
@@ -90,6 +97,11 @@ void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
   sub.add_flag("--mpi", a.mpi,
                "shard the activation calibration over the MPI ranks of mpirun (needs "
                "--model; rank 0 writes the outputs; docs/scale-out.md)");
+  sub.add_option("--auto-accuracy", a.auto_accuracy,
+                 "the bundled model: keep the fewest most sensitive layers in float so that the "
+                 "test accuracy drops at most DROP points (the toolkit's accuracy-based "
+                 "automatic calibration, docs/calibrate.md)")
+      ->check(CLI::NonNegativeNumber);
   sub.add_flag("--json", a.json, "print the per-layer table as JSON");
   sub.add_flag("--quiet", a.quiet, "no progress output");
   sub.add_flag("--timings", a.timings,
@@ -125,10 +137,24 @@ void add_calibrate_options(CLI::App& sub, calibrate_args& a) {
     }
   }
   if (!from_files(a)) {
-    return a.ada_data.empty() ? std::string()
-                              : "--ada-data goes with --model/--weights/--batches; the bundled "
-                                "example takes its AdaRound samples from its calibration images";
+    for (const auto& [option, value] :
+         {std::pair{"--ada-data", &a.ada_data}, std::pair{"--ada-float-data", &a.ada_float_data},
+          std::pair{"--dmq-data", &a.dmq_data}}) {
+      if (!value->empty()) {
+        return std::string(option) +
+               " goes with --model/--weights/--batches; the bundled example computes its "
+               "layers' inputs from its calibration images";
+      }
+    }
+    return {};
   }
+  if (a.auto_accuracy >= 0.0) {
+    return "--auto-accuracy needs an evaluation, which the bundled model has (its test split) "
+           "and files do not: from Python, ptq.torch.auto_calibrate and "
+           "ptq.amct.accuracy_based_auto_calibration take your evaluator (docs/python.md)";
+  }
+  if (!a.ada_float_data.empty() && a.ada_data.empty())
+    return "--ada-float-data goes with --ada-data (the samples whose targets it gives)";
   for (const auto& b : a.batches) {
     if (std::filesystem::path(b).extension() == ".cfg") {
       return "--batches: '" + b +

@@ -122,17 +122,19 @@ class ordered_builder : public nlohmann::json_sax<nlohmann::ordered_json> {
       ++skipped_depth_;
       return true;
     }
-    if (auto* node = put(std::move(container)))
+    if (auto* node = put(std::move(container))) {
       stack_.push_back({node, {}});
-    else
+    } else {
       skipped_depth_ = 1;
+    }
     return true;
   }
   bool close() {
-    if (skipped_depth_ > 0)
+    if (skipped_depth_ > 0) {
       --skipped_depth_;
-    else
+    } else {
       stack_.pop_back();
+    }
     return true;
   }
   bool put_value(nlohmann::ordered_json v) {

@@ -35,6 +35,18 @@ struct named_source {
   const Source* source = nullptr;
 };
 
+/// What a file-driven calibration reads besides its batches, each optional: the DMQ pass's
+/// inputs (null: batch 0, as an engine that saved one set of inputs gives them), each AdaRound
+/// layer's input samples, and those samples' inputs with every AdaRound layer in float, whose
+/// float output is the layer's target (null: the samples themselves). An engine that ran its
+/// phases as the toolkit does (ptq.torch with save_inputs) saves all three.
+template <class Source>
+struct phase_sources {
+  const named_source<Source>* dmq = nullptr;
+  const named_source<Source>* ada_samples = nullptr;
+  const named_source<Source>* ada_float = nullptr;
+};
+
 /// What a file-driven calibration produces.
 struct file_calibration {
   record_file record;
@@ -135,39 +147,64 @@ template <class Source>
   return {};
 }
 
-/// Phases 2 and 3: the DMQ factors from `first` (batch 0), the weights, the AdaRound layers
-/// from `ada_samples`.
+/// The AdaRound layer `name`'s tensor in `src` (the samples or their float inputs), or an
+/// error naming the file.
+template <class Source>
+[[nodiscard]] auto ada_tensor(const named_source<Source>& src, const std::string& name)
+    -> decltype(fetch_tensor(*src.source, name)) {
+  auto t = fetch_tensor(*src.source, name);
+  if (!t) {
+    auto e = from_file(t.error(), src.path);
+    e.note =
+        "the AdaRound samples file holds each AdaRound layer's input samples under the layer's "
+        "name";
+    return e;
+  }
+  return t;
+}
+
+/// Phases 2 and 3: the DMQ factors from `extra.dmq` (or `first`, batch 0), the weights, the
+/// AdaRound layers from `extra.ada_samples` (their targets from `extra.ada_float`).
 template <class Source>
 [[nodiscard]] result<> weights_from_files(calibration_session& s, const named_source<Source>& first,
-                                          const named_source<Source>* ada_samples) {
+                                          const phase_sources<Source>& extra) {
+  const named_source<Source>& dmq = extra.dmq != nullptr ? *extra.dmq : first;
   for (const auto& name : s.dmq_layers()) {
-    auto t = layer_input(first, name);
+    auto t = layer_input(dmq, name);
     if (!t)
       return t.error();
     if (auto st = s.feed_dmq(name, input_view(t.value(), name + " input")); !st)
-      return from_file(st.error(), first.path);
+      return from_file(st.error(), dmq.path);
   }
   if (auto st = s.quantize_weights(); !st)
     return st;
   const auto ada = s.ada_layers();
   if (ada.empty())
     return {};
-  if (ada_samples == nullptr || ada_samples->source == nullptr) {
+  const auto* samples = extra.ada_samples;
+  if (samples == nullptr || samples->source == nullptr) {
     return make_error(
         errc::session_input_invalid,
         "layer '" + ada.front() + "' uses ada_quantize: its input samples are needed");
   }
+  const auto* floats =
+      extra.ada_float != nullptr && extra.ada_float->source != nullptr ? extra.ada_float : nullptr;
   for (const auto& name : ada) {
-    auto t = fetch_tensor(*ada_samples->source, name);
-    if (!t) {
-      auto e = from_file(t.error(), ada_samples->path);
-      e.note =
-          "the AdaRound samples file holds each AdaRound layer's input samples under the "
-          "layer's name";
-      return e;
+    auto t = ada_tensor(*samples, name);
+    if (!t)
+      return t.error();
+    const tensor_view x = input_view(t.value(), name + " samples");
+    if (floats == nullptr) {
+      if (auto st = s.quantize_ada(name, x); !st)
+        return from_file(st.error(), samples->path);
+      continue;
     }
-    if (auto st = s.quantize_ada(name, input_view(t.value(), name + " samples")); !st)
-      return from_file(st.error(), ada_samples->path);
+    auto f = ada_tensor(*floats, name);
+    if (!f)
+      return f.error();
+    const tensor_view xf = input_view(f.value(), name + " float samples");
+    if (auto st = s.quantize_ada(name, x, &xf); !st)
+      return from_file(st.error(), samples->path);
   }
   return {};
 }
@@ -219,19 +256,19 @@ template <class Source>
 }  // namespace detail
 
 /// Runs the phases of `s` (created, nothing fed yet) from files: `batches` (at least the plan's
-/// batch_num; each holds every quantizable layer's input under the layer's name) and, when the
-/// session has AdaRound layers, `ada_samples` (each AdaRound layer's input samples under its
-/// name, dim 0 the sample axis). Errors: a missing or unreadable tensor, named by file and
-/// tensor; a tensor the session rejects (wrong channel count, NaN, ...), with the file as its
-/// path; too few batches or no AdaRound samples. The bounded memory mode reads every batch
-/// file twice.
+/// batch_num; each holds every quantizable layer's input under the layer's name) and `extra`
+/// (phase_sources: the DMQ inputs, and when the session has AdaRound layers each one's input
+/// samples under its name, dim 0 the sample axis). Errors: a missing or unreadable tensor,
+/// named by file and tensor; a tensor the session rejects (wrong channel count, NaN, ...), with
+/// the file as its path; too few batches or no AdaRound samples. The bounded memory mode reads
+/// every batch file twice.
 template <class Source>
 [[nodiscard]] result<file_calibration> calibrate_from_files(
     calibration_session& s, const std::vector<named_source<Source>>& batches,
-    const named_source<Source>* ada_samples, const kernels::kernel_set& k) {
+    const phase_sources<Source>& extra, const kernels::kernel_set& k) {
   if (auto st = detail::enough_batches(s, batches.size()); !st)
     return st.error();
-  if (auto st = detail::weights_from_files(s, batches[0], ada_samples); !st)
+  if (auto st = detail::weights_from_files(s, batches[0], extra); !st)
     return st.error();
   const std::size_t need = s.plan().batch_num;
   std::vector<const named_source<Source>*> files;
@@ -261,10 +298,10 @@ template <class Source>
 template <class Source, class Comm>
 [[nodiscard]] result<file_calibration> calibrate_from_files_sharded(
     calibration_session& s, Comm& comm, const std::vector<named_source<Source>>& batches,
-    const named_source<Source>* ada_samples, const kernels::kernel_set& k) {
+    const phase_sources<Source>& extra, const kernels::kernel_set& k) {
   result<> local = detail::enough_batches(s, batches.size());
   if (local)
-    local = detail::weights_from_files(s, batches[0], ada_samples);
+    local = detail::weights_from_files(s, batches[0], extra);
   const std::size_t need = s.plan().batch_num;
   std::vector<const named_source<Source>*> own;
   for (std::size_t b = comm.rank(); b < need && b < batches.size(); b += comm.size())

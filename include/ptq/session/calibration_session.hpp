@@ -69,6 +69,12 @@ class calibration_session {
   [[nodiscard]] static result<calibration_session> create(const amct_config& config,
                                                           std::vector<layer_desc> layers,
                                                           session_options options = {});
+  /// The same from a detailed JSON config already resolved (`try_read_quant_config`, the
+  /// toolkit's create_quant_config output): a layer it leaves out is not quantized; one it
+  /// names that `layers` lack is E401.
+  [[nodiscard]] static result<calibration_session> create(resolved_config plan,
+                                                          std::vector<layer_desc> layers,
+                                                          session_options options = {});
 
   [[nodiscard]] session_phase phase() const noexcept { return phase_; }
   [[nodiscard]] const resolved_config& plan() const noexcept { return plan_; }
@@ -86,6 +92,11 @@ class calibration_session {
 
   /// Phase 2: one input batch of a DMQ layer; computes its balance factors.
   [[nodiscard]] result<> feed_dmq(std::string_view name, const tensor_view& input);
+
+  /// Phase 2 from factors computed before (a record's tensor_balance_factor, as the toolkit's
+  /// quantize_model reads quantize_preprocess's): one per input channel, each in
+  /// [FLT_EPSILON, 1/FLT_EPSILON] (E803 otherwise).
+  [[nodiscard]] result<> feed_dmq_factors(std::string_view name, std::vector<float> factors);
 
   /// Phase 3: balances every enabled layer's weights and quantizes those of the ARQ layers. Needs
   /// every DMQ layer fed. Afterwards `weight()` is the fake-quantized weight the engine must run
@@ -166,6 +177,12 @@ class calibration_session {
 
  private:
   calibration_session() = default;
+
+  /// Both create()s from here: the layers with their plan entries, checked, taken and fused.
+  [[nodiscard]] static result<calibration_session> build(resolved_config plan,
+                                                         std::vector<layer_desc> layers,
+                                                         session_options options,
+                                                         std::vector<error> diags);
 
   static error fail(std::string message) {
     return make_error(errc::session_call_invalid, std::move(message));
@@ -269,10 +286,11 @@ class calibration_session {
     std::vector<std::optional<conv_bn_factors>> factors(layers_.size());
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       auto f = detail::plan_fusion(layers_[i], plan_, diags);
-      if (!f)
+      if (!f) {
         diags.push_back(f.error());
-      else
+      } else {
         factors[i] = std::move(f).value();
+      }
     }
     if (std::any_of(diags.begin(), diags.end(), is_error))
       return;

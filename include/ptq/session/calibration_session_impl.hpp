@@ -6,6 +6,8 @@
 // Depends on: core and config.
 #pragma once
 
+#include <algorithm>
+#include <cfloat>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,26 +32,62 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
   if (auto st = check_session_options(options); !st)
     return st.error();
   std::vector<layer_info> infos;
+  infos.reserve(layers.size());
   for (const auto& l : layers)
     infos.push_back(layer_info_of(l));
   auto plan = resolve_config(config, infos, options.resolve);
   std::vector<error> diags = plan.diagnostics();
   if (!plan)
     return result<calibration_session>(std::move(diags));
+  return build(std::move(plan).value(), std::move(layers), std::move(options), std::move(diags));
+}
+
+PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
+    resolved_config plan, std::vector<layer_desc> layers, session_options options) {
+  if (auto st = check_session_options(options); !st)
+    return st.error();
+  const detail::name_index<layer_desc> named(layers, &layer_desc::name);
+  for (const auto& p : plan.layers) {
+    if (named.find(p.name) == nullptr) {
+      return make_error(errc::unknown_layer, "the detailed config names layer '" + p.name +
+                                                 "', which is not among the session's layers");
+    }
+  }
+  // A layer the detailed config leaves out is not quantized, as the toolkit does.
+  const detail::name_index<resolved_layer> plans(plan.layers, &resolved_layer::name);
+  std::vector<resolved_layer> absent;
+  for (const auto& l : layers) {
+    if (plans.find(l.name) == nullptr) {
+      resolved_layer off;
+      off.name = l.name;
+      off.quant_enable = false;
+      absent.push_back(std::move(off));
+    }
+  }
+  plan.layers.insert(plan.layers.end(), absent.begin(), absent.end());
+  std::sort(plan.layers.begin(), plan.layers.end(),
+            [](const resolved_layer& a, const resolved_layer& b) { return a.name < b.name; });
+  return build(std::move(plan), std::move(layers), std::move(options), {});
+}
+
+PTQ_SESSION_INLINE result<calibration_session> calibration_session::build(
+    resolved_config plan, std::vector<layer_desc> layers, session_options options,
+    std::vector<error> diags) {
   calibration_session s;
   s.options_ = std::move(options);
-  s.plan_ = plan.value();
-  s.fp16_ = config.fakequant_precision_mode.has_value();
+  s.plan_ = std::move(plan);
+  s.fp16_ = s.plan_.fakequant_precision_mode.has_value();
   const detail::name_index<resolved_layer> plans(s.plan_.layers, &resolved_layer::name);
   for (auto& l : layers) {
     session_layer sl;
     sl.plan = *plans.find(l.name);
     sl.plan.type = l.type;
     sl.desc = std::move(l);
-    if (auto st = check_layer_desc(sl.desc); !st)
+    if (auto st = check_layer_desc(sl.desc); !st) {
       diags.push_back(st.error());
-    else if (auto taken = detail::take_layer_tensors(sl); !taken)
+    } else if (auto taken = detail::take_layer_tensors(sl); !taken) {
       diags.push_back(taken.error());
+    }
     if (sl.plan.quant_enable)
       sl.calibrator = make_layer_calibrator(sl.plan, s.options_.threads, s.options_.kernels);
     s.layers_.push_back(std::move(sl));
@@ -64,6 +102,35 @@ PTQ_SESSION_INLINE result<calibration_session> calibration_session::create(
   }
   s.phase_ = session_phase::dmq;
   return {std::move(s), std::move(diags)};
+}
+
+PTQ_SESSION_INLINE result<> calibration_session::feed_dmq_factors(std::string_view name,
+                                                                  std::vector<float> factors) {
+  session_layer* l = nullptr;
+  if (auto st = lookup(name, session_phase::dmq, "feed_dmq_factors", l); !st)
+    return st;
+  if (!needs_dmq(*l)) {
+    return fail(std::string(name) +
+                ": the layer has no dmq_balancer; feed it in the activation phase");
+  }
+  if (!l->balance_factors.empty())
+    return fail(std::string(name) + ": the DMQ factors were already given");
+  const std::size_t cin = layer_input_channels(l->desc);
+  if (factors.size() != cin) {
+    return make_error(errc::session_input_invalid,
+                      std::string(name) + ": " + std::to_string(factors.size()) +
+                          " DMQ factors; the layer has " + std::to_string(cin) + " input channels");
+  }
+  for (const float f : factors) {
+    if (!(f >= FLT_EPSILON && f <= 1.0f / FLT_EPSILON)) {
+      return make_error(
+          errc::session_input_invalid,
+          std::string(name) + ": DMQ factors must be in [FLT_EPSILON, 1/FLT_EPSILON]");
+    }
+  }
+  l->balance_factors = std::move(factors);
+  report(session_phase::dmq, l->desc.name, ++dmq_done_, dmq_total_);
+  return {};
 }
 
 PTQ_SESSION_INLINE result<> calibration_session::feed_dmq(std::string_view name,

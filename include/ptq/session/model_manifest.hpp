@@ -256,9 +256,10 @@ template <class Weights>
     return r.error();
   m.set_weight(std::move(shape), std::move(values));
   if (e.contains("bias")) {
-    if (auto r = vector_field(e, "bias", weights, at, values, m.bias_name); !r)
+    std::vector<float> bias;
+    if (auto r = vector_field(e, "bias", weights, at, bias, m.bias_name); !r)
       return r.error();
-    m.set_bias(std::move(values));
+    m.set_bias(std::move(bias));
   }
   if (auto st = read_conv_attributes(e, at, m); !st)
     return st.error();

@@ -50,7 +50,7 @@ namespace detail {
   using kind = activation_mode::kind;
   const session_options& o = ctx.options;
   const kind mode = o.activation.pass;
-  const auto order_invariant_hfmg = [&]() -> const hfmg_settings* {
+  const auto* const order_invariant_hfmg = [&]() -> const hfmg_settings* {
     if (mode != kind::order_invariant)
       return nullptr;
     return std::visit(

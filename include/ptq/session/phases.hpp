@@ -234,10 +234,11 @@ inline void apply_fusion(session_layer& l, const conv_bn_factors& f) {
   result<> st;
   if (!l.balance_factors.empty()) {
     scratch.resize(n);
-    if (const float* x = input.in_place())
+    if (const float* x = input.in_place()) {
       std::copy(x, x + n, scratch.data());
-    else
+    } else {
       convert_view(input, scratch.data(), ctx.options.threads);
+    }
     st = divide_by_balance_factors(l, scratch.data(), input.shape);
     if (st)
       st = std::visit([&](auto& c) { return c.observe(scratch.data(), n); }, *l.calibrator);

@@ -60,14 +60,16 @@ inline constexpr std::size_t arange_block = 16;
   const double start = s.search_range_start, end = s.search_range_end, step = s.search_step;
   const auto range = "IFMR search range [" + detail::value_text(start) + ", " +
                      detail::value_text(end) + "] with step " + detail::value_text(step);
-  if (!(step > 0.0) || !(end > start) || !std::isfinite(start) || !std::isfinite(end)) {
-    return make_error(errc::invalid_argument, range + ": it needs start < end and step > 0");
-  }
+  // The config's codes for the same conditions (docs/errors.md): one code per condition.
+  if (!(end > start) || !std::isfinite(start) || !std::isfinite(end))
+    return make_error(errc::search_range_invalid, range + ": it needs start < end and step > 0");
+  if (!(step > 0.0))
+    return make_error(errc::search_step_invalid, range + ": it needs start < end and step > 0");
   const bool inclusive = s.candidates == candidate_rule::inclusive;
   const double kd = inclusive ? detail::ifmr_inclusive_candidate_count(start, end, step)
                               : detail::ifmr_toolkit_candidate_count(start, end, step);
   if (!(kd >= 1.0) || kd > detail::ifmr_max_candidates) {
-    return make_error(errc::invalid_argument, range + " " + detail::ifmr_too_many_text(kd),
+    return make_error(errc::search_step_invalid, range + " " + detail::ifmr_too_many_text(kd),
                       "use a larger search_step (the toolkit's default 0.01 gives 61)");
   }
   std::vector<float> r;
@@ -175,7 +177,7 @@ struct ifmr_search {
   }
   if (!(s.max_percentile > 0.0 && s.max_percentile <= 1.0) ||
       !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
-    return make_error(errc::invalid_argument, "IFMR percentiles must be in (0, 1]");
+    return make_error(errc::percentile_out_of_range, "IFMR percentiles must be in (0, 1]");
   }
   return {};
 }
