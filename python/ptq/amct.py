@@ -228,6 +228,7 @@ def quantize_model(config_file, modfied_onnx_file, record_file, model, input_dat
             e["tensor_balance_factor"] = info["balance_factors"]
         entries.append((l.name, e))
     _write(record_file, ptq._ptq._make_record(entries).text())
+    os.makedirs(os.path.dirname(os.path.abspath(modfied_onnx_file)), exist_ok=True)
     divide, hooks.divide = hooks.divide, {}  # the toolkit's modified model divides nothing yet
     try:
         with torch.no_grad():
@@ -281,9 +282,10 @@ def accuracy_based_auto_calibration(model, model_evaluator, config_file, record_
     """The toolkit's accuracy-based automatic calibration with ptq's search (docs/python.md):
     `model_evaluator` has the toolkit's AutoCalibrationEvaluatorBase methods: calibration(model)
     runs batch_num batches, evaluate(model) gives a metric, metric_eval(original, new) gives
-    (satisfied, loss). Every layer quantized first; if metric_eval refuses it, the binary search
-    keeps the fewest most sensitive layers in float (config_file is rewritten with their
-    quant_enable false, as the toolkit does). The layers are ranked by the SQNR the calibration
+    (satisfied, loss). A config with DMQ takes its factors from one quantize_preprocess run
+    (evaluator.calibration of its model). Every layer quantized first; if metric_eval refuses it,
+    the binary search keeps the fewest most sensitive layers in float (config_file is rewritten
+    with their quant_enable false, as the toolkit does). The layers are ranked by the SQNR the calibration
     measured (`sensitivity` is accepted for the toolkit's sake; docs/python.md says why no
     cosine pass runs). Writes the record, the two models of save_model, and beside save_dir the
     ranking (accuracy_based_auto_calibration_ranking_information.json) and the final config
@@ -299,14 +301,24 @@ def accuracy_based_auto_calibration(model, model_evaluator, config_file, record_
     if not model_evaluator.metric_eval(original, original)[0]:
         raise ValueError("Compare between original_accuracy and original_accuracy can not satisfy "
                          "the requirement: check metric_eval")
-    modified = os.path.join(os.path.dirname(os.path.abspath(save_dir)), "modified_model.onnx")
+    folder = os.path.dirname(os.path.abspath(save_dir))
+    os.makedirs(folder, exist_ok=True)
+    modified = os.path.join(folder, "modified_model.onnx")
     history, sqnr = [], {}
+    factors = ""  # a DMQ config: the factors of one preprocess run, given to every calibration
+    if any(isinstance(v, dict) and "dmq_balancer_param" in v for v in base.values()):
+        model_evaluator.calibration(quantize_preprocess(config_file, record_file, model,
+                                                        input_data))
+        with open(record_file, encoding="utf-8") as f:
+            factors = f.read()
 
     def calibrate(skip):
         cfg = json.loads(json.dumps(base))
         for name in skip:
             cfg[name]["quant_enable"] = False
         _write(config_file, json.dumps(cfg, indent=4))
+        if factors:
+            _write(record_file, factors)
         calib = quantize_model(config_file, modified, record_file, model, input_data,
                                input_names, output_names, dynamic_axes)
         model_evaluator.calibration(calib)
@@ -324,7 +336,6 @@ def accuracy_based_auto_calibration(model, model_evaluator, config_file, record_
 
     ok, _ = judge([])
     scores = sorted(sqnr.items())
-    folder = os.path.dirname(os.path.abspath(save_dir))
     if ok:
         searched = {"skip_layers": [], "accepted": True, "ranking": [n for n, _ in scores]}
     else:

@@ -12,6 +12,7 @@ import unittest
 
 import numpy as np
 import onnx
+import torch
 from onnx import numpy_helper
 
 import ptq
@@ -66,6 +67,55 @@ class ToolkitApi(unittest.TestCase):
 
     def test_ada(self):
         self.check_config("digits_ada.cfg")
+
+    def test_accuracy_based_auto_calibration(self):
+        """The toolkit's evaluator interface: no loss accepted keeps conv1 in float; the files
+        the toolkit writes are there, and config_file ends with conv1's quant_enable false."""
+        model, _, images, test = digits()
+
+        class Evaluator:  # amct_pytorch's AutoCalibrationEvaluatorBase methods
+            def __init__(self):
+                self.calibrations = 0
+
+            def calibration(self, calib_model):
+                self.calibrations += 1
+                calib_model(images[:32])
+                calib_model(images[32:64])
+
+            def evaluate(self, m):
+                with torch.no_grad():
+                    logits = m(torch.from_numpy(test["images"]))
+                return float((logits.argmax(1).numpy() == test["labels"]).mean())
+
+            def metric_eval(self, original, new):
+                return original - new <= 0.0, original - new
+
+        with tempfile.TemporaryDirectory(prefix="ptq-amct-auto-") as d:
+            config = os.path.join(d, "config.json")
+            amct.create_quant_config(config, model, images[:1],
+                                     config_defination=os.path.join(CONFIGS, "quant.cfg"))
+            cwd = os.getcwd()
+            os.chdir(d)  # ./amct_log, as the toolkit writes it
+            try:
+                evaluator = Evaluator()
+                result = amct.accuracy_based_auto_calibration(
+                    model, evaluator, config, os.path.join(d, "record.txt"),
+                    os.path.join(d, "out", "digits"), images, input_names=["images"],
+                    dynamic_axes={"images": {0: "n"}})
+            finally:
+                os.chdir(cwd)
+            self.assertEqual(result["skip_layers"], ["conv1"])
+            # quant.cfg has DMQ: the preprocess run, 3 evaluations and the final set's
+            self.assertEqual(evaluator.calibrations, 5)
+            with open(config, encoding="utf-8") as f:
+                final = json.load(f)
+            self.assertFalse(final["conv1"]["quant_enable"])
+            self.assertTrue(final["conv2"]["quant_enable"])
+            for f in ("out/accuracy_based_auto_calibration_ranking_information.json",
+                      "out/accuracy_based_auto_calibration_final_config.json",
+                      "amct_log/accuracy_based_auto_calibration_record.json",
+                      "out/digits_deploy_model.onnx", "out/digits_fake_quant_model.onnx"):
+                self.assertTrue(os.path.exists(os.path.join(d, f)), f)
 
     def test_create_quant_config(self):
         model, _, images, _ = digits()

@@ -112,6 +112,20 @@ class RecordsAsTheTool(unittest.TestCase):
         cal = self.check_config("digits_ada.cfg")
         self.assertEqual(cal.record.layers["conv1"]["wts_type"], "INT8")
 
+    def test_auto_calibrate(self):
+        """No accuracy may be lost: every layer quantized loses a test image, so the binary search
+        keeps conv1 (the lowest estimated SQNR) in float, in 3 evaluations of 3 ranked layers
+        (as `ptq calibrate --auto-accuracy 0` on the same model)."""
+        model, batches, _, test = digits()
+        auto = ptq.torch.auto_calibrate(model, os.path.join(CONFIGS, "quant.cfg"), batches,
+                                        evaluate=lambda m: accuracy(m, test), max_drop=0.0)
+        self.assertEqual(auto.ranking, ["conv1", "fc", "conv2"])
+        self.assertEqual([s[0] for s in auto.steps], [[], ["conv1", "fc"], ["conv1"]])
+        self.assertEqual([s[1] for s in auto.steps], [False, True, True])
+        self.assertEqual(auto.skip_layers, ["conv1"])
+        self.assertTrue(auto.accepted)
+        self.assertNotIn("conv1", auto.calibration.record.layers)
+
     def test_layers_found(self):
         model, _, _, _ = digits()
         found = [(l.name, l.type, l.batch_norm, l.activation and l.activation["kind"])
