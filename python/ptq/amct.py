@@ -25,9 +25,8 @@ import torch
 
 import ptq
 from ptq import torch as _pt
-
-_QUANTIZABLE = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Linear",
-                "AvgPool2d")
+from ptq._torch_fake_quant import _input_quantizer, _input_sqnr
+from ptq._torch_layers import _layer_dict, find_layers
 
 
 def _tuple(x):
@@ -38,7 +37,7 @@ def _layer_infos(model):
     """The model's quantizable layers as the config's resolution takes them."""
     infos = []
     modules = dict(model.named_modules())
-    for layer in _pt.find_layers(model):
+    for layer in find_layers(model):
         m = modules[layer.name]
         info = {"name": layer.name, "type": layer.type}
         if layer.type != "AvgPool2d":
@@ -133,7 +132,7 @@ class _CalibrationModel(torch.nn.Module):
             info = self._session.layer(layer.name)
             if info["quant_enable"]:
                 module = fq.get_submodule(layer.name)
-                module.register_forward_pre_hook(_pt._input_quantizer(layer, module, info))
+                module.register_forward_pre_hook(_input_quantizer(layer, module, info))
         return fq
 
     def sensitivity(self):
@@ -143,15 +142,15 @@ class _CalibrationModel(torch.nn.Module):
         for name, x in self._last.items():
             info = self._session.layer(name)
             out[name] = ptq._ptq._combined_sqnr_db(info["weight_sqnr_db"],
-                                                   _pt._input_sqnr(x, info))
+                                                   _input_sqnr(x, info))
         return out
 
 
 def _session(plan, model, threads=1):
     """A session over `model` (a copy, eval) from the detailed config, its fusions applied."""
-    layers = _pt.find_layers(model)
+    layers = find_layers(model)
     modules = dict(model.named_modules())
-    descs = [_pt._layer_dict(l, modules[l.name], modules[l.batch_norm] if l.batch_norm else None)
+    descs = [_layer_dict(l, modules[l.name], modules[l.batch_norm] if l.batch_norm else None)
              for l in layers]
     session = ptq.Session(plan, descs, threads=threads)
     _pt._adopt_fusions(model, layers, session)
