@@ -1,7 +1,7 @@
 // Everything ptq offers. Include a layer's own umbrella to pay only for what you use:
 //   ptq/config.hpp       configs: parse, check, resolve, write (standard library only)
 //   ptq/config_json.hpp  + the detailed JSON config (nlohmann_json)
-//   ptq/core.hpp, ptq/kernels.hpp, ptq/algorithms.hpp   the numerics (xtensor, xsimd)
+//   ptq/core.hpp, ptq/kernels.hpp, ptq/algorithms.hpp   the numerics (xsimd)
 //   ptq/session.hpp      the calibration session and the record file
 //   ptq/record_json.hpp  + the record as JSON (nlohmann_json)
 //   ptq/manifest.hpp     + the model manifest (nlohmann_json)

@@ -1,6 +1,6 @@
 // The session layer: layer descriptions, the calibration session, the record file (proto text),
 // the file-driven phase loop (calibrate_from_files).
-// Adds xtensor/xsimd (through the numerics). The JSON forms are opt-in, as ptq/config_json.hpp
+// Adds xsimd (through the numerics). The JSON forms are opt-in, as ptq/config_json.hpp
 // is, because they add nlohmann_json: ptq/record_json.hpp (the record as JSON) and
 // ptq/manifest.hpp (the model manifest of `ptq calibrate --model`).
 #pragma once

@@ -158,6 +158,31 @@ TEST_CASE("histogram equals the reference", "[kernels]") {
   }
 }
 
+TEST_CASE("histogram of a range wider than FLT_MAX / B: bins computed in double", "[kernels]") {
+  // Over [-2^121, 2^121] with 2048 bins, (x - lo) * B reaches 2^133, past FLT_MAX: each value
+  // goes to floor((x + 2^121) / 2^111), so 0 to bin 1024, 2^120 to bin 1536, -2^120 to bin 512,
+  // the ends to bins 0 and 2047 (as the float32 binning would put them, had it room).
+  const float e = std::ldexp(1.0f, 120);
+  std::vector<float> x;
+  for (int rep = 0; rep < 100; ++rep)  // more than a SIMD block of 256 values
+    for (float v : {-2.0f * e, -e, 0.0f, e, 2.0f * e})
+      x.push_back(v);
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    std::vector<std::int64_t> h(2048, 0);
+    k.histogram(x.data(), x.size(), -2.0f * e, 2.0f * e, h.size(), h.data());
+    std::vector<std::int64_t> want(2048, 0);
+    for (std::size_t b : {0u, 512u, 1024u, 1536u, 2047u})
+      want[b] = 100;
+    CHECK(h == want);
+  }
+  // The largest range a float holds: hi - lo is infinite in float32, not in double.
+  const float values[] = {-FLT_MAX, 0.0f, FLT_MAX};
+  std::vector<std::int64_t> h(4, 0);
+  ptq::kernels::reference_kernel_set().histogram(values, 3, -FLT_MAX, FLT_MAX, 4, h.data());
+  CHECK(h == std::vector<std::int64_t>{1, 0, 1, 1});
+}
+
 TEST_CASE("fused_madd rounds once on every arch that has it", "[kernels]") {
   // The IFMR quotient, the HFMG bin arithmetic and the GEMM rely on it; xsimd 8.1's own fma is a
   // multiply then an add on avx512f, which made those kernels wrong there.

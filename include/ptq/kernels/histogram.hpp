@@ -2,10 +2,14 @@
 //   bin = int(((x - lo) * B) / (hi - lo)) in float32, x == hi goes to bin B - 1,
 //   values outside [lo, hi] are ignored (torch.histc), and a degenerate range lo == hi uses the
 //   edges [lo - 1, hi + 1], so a constant tensor lands in bin B / 2.
+// A range wider than FLT_MAX / B, where the float32 product (x - lo) * B can overflow (torch's
+// cast of the infinity is undefined), is binned in double: floor((x - lo) * B / (hi - lo)),
+// clamped to B - 1.
 // Counts are added to `counts` (64-bit). The caller checks finiteness first.
 // Depends on: core.
 #pragma once
 
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -24,6 +28,7 @@ struct bin_geometry {
   float span = 0.0f;   ///< hi - lo in float32
   float nbins = 0.0f;  ///< B as float
   bool valid = true;   ///< false when even the widened range is empty (|lo| >= 2^24)
+  bool wide = false;   ///< span * B overflows float32: bins are computed in double
 };
 
 [[nodiscard]] inline bin_geometry make_bin_geometry(float lo, float hi, std::size_t bins) noexcept {
@@ -37,6 +42,7 @@ struct bin_geometry {
   g.span = hi - lo;
   g.nbins = static_cast<float>(bins);
   g.valid = g.span > 0.0f;
+  g.wide = !(g.span * g.nbins <= FLT_MAX);
   return g;
 }
 
@@ -47,7 +53,11 @@ struct bin_geometry {
     return -1;
   if (!g.valid)
     return static_cast<std::int64_t>(bins / 2);
-  auto b = static_cast<std::int64_t>(((x - g.lo) * g.nbins) / g.span);
+  // Without `wide`, x - lo <= span keeps the float32 product finite.
+  auto b = g.wide ? static_cast<std::int64_t>(
+                        ((static_cast<double>(x) - static_cast<double>(g.lo)) * g.nbins) /
+                        (static_cast<double>(g.hi) - static_cast<double>(g.lo)))
+                  : static_cast<std::int64_t>(((x - g.lo) * g.nbins) / g.span);
   if (b >= static_cast<std::int64_t>(bins))
     b = static_cast<std::int64_t>(bins) - 1;
   return b;
@@ -77,7 +87,7 @@ void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size
   constexpr std::size_t W = B::size;
   constexpr std::size_t block = 256;  // a multiple of 2 * W for every arch
   const bin_geometry g = make_bin_geometry(lo, hi, bins);
-  if (!g.valid || bins == 0 || n < block) {
+  if (!g.valid || g.wide || bins == 0 || n < block) {
     histogram_ref(x, n, lo, hi, bins, counts);
     return;
   }
