@@ -11,11 +11,12 @@ static void BM_ifmr_losses_16M_61(benchmark::State& state) {
   const auto threads = static_cast<unsigned>(state.range(0));
   ptq::ifmr_settings s;
   const auto cand = ptq::detail::ifmr_candidates(s, 4.5f, -4.5f).value();
+  const auto segments = ptq::kernels::one_segment(x.data(), x.size());
   ptq_bench::run_vs_baseline(
       state, x.data(), x.size(),
       [&] {
         benchmark::DoNotOptimize(
-            ptq::detail::ifmr_losses(x.data(), x.size(), cand, threads, ptq_bench::kernels()));
+            ptq::detail::ifmr_losses(segments, cand, threads, ptq_bench::kernels()));
       },
       threads > 1);
   state.counters["Gpairs_per_s"] =

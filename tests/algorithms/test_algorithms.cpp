@@ -355,7 +355,10 @@ TEST_CASE("IFMR observer: batches, edge cases, errors", "[algorithms][ifmr]") {
   ptq::ifmr_observer two(s);
   REQUIRE(two.observe(b0).ok());
   REQUIRE(two.observe(b1).ok());
-  CHECK(two.data() == std::vector<float>{0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f});
+  const ptq::kernels::float_segments kept = two.data();
+  REQUIRE(kept.count() == 1);  // the copied batches, one after the other
+  CHECK(std::vector<float>(kept.data[0], kept.data[0] + kept.size()) ==
+        std::vector<float>{0.5f, -1.0f, 2.0f, 0.25f, 3.0f, -0.5f});
 }
 
 // ---------------------------------------------------------------------------------------------

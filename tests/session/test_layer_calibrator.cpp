@@ -412,7 +412,7 @@ TEST_CASE("a training loop asks for a running estimate and resets", "[session][c
   REQUIRE(ifmr.observe(x1.data(), x1.size()).ok());
   ifmr.reset();
   CHECK(ifmr.batches() == 0);
-  CHECK(ifmr.data().empty());
+  CHECK(ifmr.data().size() == 0);
   REQUIRE(ifmr.observe(x0.data(), x0.size()).ok());
   CHECK(ifmr.estimate().value().scale == i0.scale);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -95,6 +96,10 @@ struct tensor_view {
   std::vector<std::size_t> shape{0};
   std::vector<std::ptrdiff_t> strides;
   std::string name = "tensor";  ///< for messages: "conv1 input", "fc.weight"
+  /// What keeps `data` valid, when someone shares it (a mapped .npy or safetensors file sets
+  /// it; an engine's own buffer leaves it empty). An observer that would copy a float32 batch
+  /// keeps a view plus this owner instead (ifmr_observer), so its pages are never copied.
+  std::shared_ptr<const void> owner;
 
   [[nodiscard]] std::size_t size() const noexcept { return shape_size(shape); }
   [[nodiscard]] std::size_t rank() const noexcept { return shape.size(); }

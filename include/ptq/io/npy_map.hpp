@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,8 +29,9 @@ enum class npy_values : std::uint8_t {
   as_stored,   ///< left in the file: view() has them, a consumer converts them in blocks
 };
 
-/// A .npy file's values, read in place when the file holds aligned float32. Owns the mapping;
-/// data() and view() stay valid while the npy_view lives (moves keep them valid).
+/// A .npy file's values, read in place when the file holds aligned float32. Shares the mapping
+/// with the views it gives (tensor_view::owner); data() and view() stay valid while the npy_view
+/// lives (moves keep them valid), a view of the mapping also while its owner does.
 class npy_view {
  public:
   std::vector<std::size_t> shape;
@@ -50,13 +52,17 @@ class npy_view {
       v.data = converted_.data();
       return v;
     }
-    v.data = file_.bytes().data() + offset_;
+    if (!file_)
+      return v;
+    v.data = file_->bytes().data() + offset_;
     v.type = type_;
+    if (file_->is_mapped())  // the page cache's pages: an observer may keep them (no copy)
+      v.owner = file_;
     return v;
   }
   /// True when data() points into the file's mapping (no copy was made).
   [[nodiscard]] bool zero_copy() const noexcept {
-    return file_.is_mapped() && converted_.empty() && data() != nullptr;
+    return file_ && file_->is_mapped() && converted_.empty() && data() != nullptr;
   }
 
   /// Checks the header of `file`'s bytes and views its values (converting them when `mode` is
@@ -78,13 +84,13 @@ class npy_view {
       out.converted_.resize(h.count);
       stored.convert(0, h.count, out.converted_.data());
     } else {
-      out.file_ = std::move(file);
+      out.file_ = std::make_shared<const mapped_file>(std::move(file));
     }
     return out;
   }
 
  private:
-  mapped_file file_;  // (its read fallback's bytes may move with it: hence offset_, not a pointer)
+  std::shared_ptr<const mapped_file> file_;
   std::vector<float> converted_;
   std::size_t offset_ = 0;
   std::size_t count_ = 0;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -50,8 +51,9 @@ struct float_tensor {
 };
 
 /// A tensor of the file as a tensor_view: F32, F16 and BF16 read where they lie in the mapped
-/// file, F64 converted into `owned`. `view` stays valid while the file and this object live.
-/// Move-only (a copy would point into the original's `owned`).
+/// file, F64 converted into `owned`. `view` stays valid while the file and this object live
+/// (one into a mapped file also while `view.owner`, the mapping, lives). Move-only (a copy would
+/// point into the original's `owned`).
 struct file_tensor {
   tensor_view view;
   std::vector<float> owned;
@@ -65,15 +67,18 @@ struct file_tensor {
 };
 
 /// A parsed safetensors file: entries in data order, the metadata, and the file's bytes
-/// (mapped by read_safetensors, so a file is in memory once, in the page cache). Move-only.
+/// (mapped by read_safetensors, so a file is in memory once, in the page cache; shared with the
+/// views of its tensors, tensor_view::owner, so a view may outlive this object). Move-only.
 struct safetensors_file {
   std::vector<safetensors_entry> entries;
   std::vector<std::pair<std::string, std::string>> metadata;
-  mapped_file bytes;            ///< the whole file
-  std::size_t data_offset = 0;  ///< where the data section starts in `bytes`
+  std::shared_ptr<const mapped_file> bytes;  ///< the whole file
+  std::size_t data_offset = 0;               ///< where the data section starts in `bytes`
 
   /// The data section; entries' begin/end are offsets into it.
-  [[nodiscard]] std::string_view data() const noexcept { return bytes.bytes().substr(data_offset); }
+  [[nodiscard]] std::string_view data() const noexcept {
+    return bytes ? bytes->bytes().substr(data_offset) : std::string_view{};
+  }
 
   [[nodiscard]] const safetensors_entry* find(std::string_view name) const noexcept {
     for (const auto& e : entries) {
@@ -122,6 +127,8 @@ inline result<file_tensor> safetensors_file::view(std::string_view name) const {
   if (e->dtype == "F32" || e->dtype == "F16" || e->dtype == "BF16") {
     v.data = src;
     v.type = e->dtype == "F32" ? dtype::f32 : (e->dtype == "F16" ? dtype::f16 : dtype::bf16);
+    if (bytes->is_mapped())  // the page cache's pages: an observer may keep them (no copy)
+      v.owner = bytes;
     return out;
   }
   if (e->dtype != "F64") {
@@ -250,7 +257,7 @@ inline result<float_tensor> safetensors_file::get(std::string_view name) const {
                                          out.entries[i].name + "' overlap in the data section");
     }
   }
-  out.bytes = std::move(file);
+  out.bytes = std::make_shared<const mapped_file>(std::move(file));
   return out;
 }
 

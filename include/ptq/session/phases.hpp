@@ -17,6 +17,7 @@
 
 #include "ptq/algorithms/activations/activation.hpp"
 #include "ptq/algorithms/activations/dmq.hpp"
+#include "ptq/algorithms/activations/ifmr.hpp"
 #include "ptq/algorithms/activations/view_blocks.hpp"
 #include "ptq/algorithms/layer/conv_bn_fusion.hpp"
 #include "ptq/algorithms/layer_calibrator.hpp"
@@ -226,8 +227,10 @@ inline void apply_fusion(session_layer& l, const conv_bn_factors& f) {
   if (auto st = check_layer_input(l.desc, input); !st)
     return st;
   const std::size_t n = input.size();
-  // On the first batch, room for batch_num of its size (the usual run: batches of one size).
-  if (l.batches_seen == 0 &&
+  // On the first batch, room for batch_num of its size (the usual run: batches of one size);
+  // none when IFMR keeps the batches where they lie (a mapped float32 file).
+  const bool kept_in_place = l.balance_factors.empty() && ifmr_observer::keeps_in_place(input);
+  if (l.batches_seen == 0 && !kept_in_place &&
       batch_num <= std::numeric_limits<std::size_t>::max() / std::max<std::size_t>(n, 1)) {
     std::visit([&](auto& c) { c.reserve_activation(n * batch_num); }, *l.calibrator);
   }

@@ -1,252 +1,57 @@
-// IFMR activation calibration (docs/numerics.md, IFMR): percentile start values by a
-// one-pass top-k, then a search over clip-max candidates with a fused, blocked clip-round-MSE pass
-// (all candidates per cache-resident block, loss sums in double), first minimum wins.
-// Depends on: core, detail and kernels.
+// The IFMR observer: keeps every batch (the search needs all the data, as the toolkit keeps
+// it) and runs the search (ifmr_search.hpp) on finalize(). A float32 batch whose memory has a
+// shared owner (tensor_view::owner: a mapped .npy or safetensors file) is kept where it lies;
+// every other batch is copied, or converted, into the observer's own buffer.
+// Depends on: core and kernels.
 #pragma once
 
-#include <cfloat>
-#include <cmath>
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptq/algorithms/activations/activation.hpp"
+#include "ptq/algorithms/activations/ifmr_search.hpp"
 #include "ptq/algorithms/activations/view_blocks.hpp"
-#include "ptq/algorithms/layer/tensor.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/huge_pages.hpp"
-#include "ptq/core/ifmr_search_size.hpp"
-#include "ptq/core/quant.hpp"
-#include "ptq/detail/float_format.hpp"
-#include "ptq/kernels/kernel_set.hpp"
+#include "ptq/kernels/float_segments.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
 
-/// How many IFMR candidates, and which ratios.
-enum class candidate_rule {
-  /// The toolkit's float32 arange(start, end, step): K = ceil((end - start) / step) in double,
-  /// end usually excluded; ratios with torch's vectorised arange rounding.
-  toolkit,
-  /// The toolkit's documented intent: K = floor((end - start) / step + 0.5) + 1, end included,
-  /// r_i = float32(start + i·step) computed in double.
-  inclusive,
-};
-
-/// IFMR settings (JSON `activation_quant_params` of an ifmr layer). Decimal config values are
-/// doubles, as the toolkit's Python sees them.
-struct ifmr_settings {
-  double search_range_start = 0.7;
-  double search_range_end = 1.3;
-  double search_step = 0.01;
-  double max_percentile = 0.999999;
-  double min_percentile = 0.999999;
-  int bits = 8;
-  bool asymmetric = true;
-  candidate_rule candidates = candidate_rule::toolkit;
-  unsigned threads = 1;  ///< 0 = hardware concurrency; results do not depend on it
-};
-
-namespace detail {
-
-/// Lanes of one vectorised torch.arange step on the toolkit's build, and the loop block (two of
-/// them); the last K % arange_block ratios are computed one by one.
-inline constexpr std::size_t arange_lanes = 8;
-inline constexpr std::size_t arange_block = 16;
-
-/// The ratios r_0..r_{K-1} of the IFMR search.
-[[nodiscard]] inline result<std::vector<float>> ifmr_ratios(const ifmr_settings& s) {
-  const double start = s.search_range_start, end = s.search_range_end, step = s.search_step;
-  const auto range = "IFMR search range [" + detail::value_text(start) + ", " +
-                     detail::value_text(end) + "] with step " + detail::value_text(step);
-  // The config's codes for the same conditions (docs/errors.md): one code per condition.
-  if (!(end > start) || !std::isfinite(start) || !std::isfinite(end))
-    return make_error(errc::search_range_invalid, range + ": it needs start < end and step > 0");
-  if (!(step > 0.0))
-    return make_error(errc::search_step_invalid, range + ": it needs start < end and step > 0");
-  const bool inclusive = s.candidates == candidate_rule::inclusive;
-  const double kd = inclusive ? detail::ifmr_inclusive_candidate_count(start, end, step)
-                              : detail::ifmr_toolkit_candidate_count(start, end, step);
-  if (!(kd >= 1.0) || kd > detail::ifmr_max_candidates) {
-    return make_error(errc::search_step_invalid, range + " " + detail::ifmr_too_many_text(kd),
-                      "use a larger search_step (the toolkit's default 0.01 gives 61)");
-  }
-  std::vector<float> r;
-  if (inclusive) {
-    const auto k = static_cast<std::size_t>(kd);
-    r.reserve(k);
-    for (std::size_t i = 0; i < k; ++i) {
-      r.push_back(static_cast<float>(start + static_cast<double>(i) * step));
-    }
-    return r;
-  }
-  const auto k = static_cast<std::size_t>(kd);
-  r.resize(k);
-  const std::size_t vec_end = k - k % arange_block;
-  for (std::size_t i0 = 0; i0 < vec_end; i0 += arange_lanes) {
-    const auto base = static_cast<float>(start + step * static_cast<double>(i0));
-    for (std::size_t l = 0; l < arange_lanes; ++l) {
-      r[i0 + l] = static_cast<float>(static_cast<double>(base) + static_cast<double>(l) * step);
-    }
-  }
-  for (std::size_t i = vec_end; i < k; ++i) {
-    r[i] = static_cast<float>(start + step * static_cast<double>(i));
-  }
-  return r;
-}
-
-/// 1-based rank of the percentile start value: 1 when 1 - p < FLT_EPSILON, else
-/// N - floor(p·N) (in double, as the toolkit's Python).
-[[nodiscard]] inline std::size_t ifmr_percentile_rank(double p, std::size_t n) noexcept {
-  if ((1.0 - p) < static_cast<double>(FLT_EPSILON))
-    return 1;
-  const auto k = n - static_cast<std::size_t>(p * static_cast<double>(n));
-  return k == 0 ? 1 : (k > n ? n : k);
-}
-
-/// The IFMR candidates (clip ranges and processed scales) for given start values.
-[[nodiscard]] inline result<std::vector<kernels::mse_candidate>> ifmr_candidates(
-    const ifmr_settings& s, float max0, float min0) {
-  auto ratios = ifmr_ratios(s);
-  if (!ratios)
-    return ratios.error();
-  const quant_grid g = make_grid(s.bits);
-  std::vector<kernels::mse_candidate> c;
-  c.reserve(ratios.value().size());
-  float bound = max0;
-  auto limit = static_cast<float>((std::int64_t{1} << s.bits) - 1);
-  if (!s.asymmetric) {
-    const bool neg = std::fabs(max0) < std::fabs(min0);
-    bound = std::fabs(max0) > std::fabs(min0) ? std::fabs(max0) : std::fabs(min0);
-    limit = static_cast<float>(g.qmax + (neg ? 1 : 0));
-  }
-  for (const float r : ratios.value()) {
-    const float cmax = r * bound;
-    const float scale = s.asymmetric ? (cmax - min0) / limit : cmax / limit;
-    auto p = process_scale(scale, 0.0f, s.asymmetric, s.bits);
-    if (!p)
-      return p.error();
-    c.push_back(kernels::mse_candidate{s.asymmetric ? min0 : -cmax, cmax, p.value().scale});
-  }
-  return c;
-}
-
-/// Elements per block of the fused MSE pass (16 KB: two blocks fit in L1). A constant, so the
-/// summation order - and the result - does not depend on the thread count.
-inline constexpr std::size_t ifmr_block = 4096;
-
-/// Sum over x of each candidate's squared error (double, block sums added in block order).
-[[nodiscard]] inline std::vector<double> ifmr_losses(
-    const float* x, std::size_t n, const std::vector<kernels::mse_candidate>& c,
-    unsigned threads = 1, const kernels::kernel_set& k = kernels::default_kernels()) {
-  const std::size_t nk = c.size();
-  const std::size_t nblocks = (n + ifmr_block - 1) / ifmr_block;
-  std::vector<double> partial(nblocks * nk, 0.0);
-  kernels::parallel_blocks(nblocks, threads, [&](std::size_t b) {
-    const std::size_t off = b * ifmr_block;
-    const std::size_t len = n - off < ifmr_block ? n - off : ifmr_block;
-    k.candidate_mse(x + off, len, c.data(), nk, partial.data() + b * nk);
-  });
-  std::vector<double> loss(nk, 0.0);
-  for (std::size_t b = 0; b < nblocks; ++b) {
-    for (std::size_t j = 0; j < nk; ++j)
-      loss[j] += partial[b * nk + j];
-  }
-  return loss;
-}
-
-}  // namespace detail
-
-/// IFMR on data already gathered (all batches concatenated), with the details of the search.
-struct ifmr_search {
-  activation_quant_result result;
-  float max0 = 0.0f;  ///< percentile start values (after max(.,0) / min(.,0))
-  float min0 = 0.0f;
-  std::size_t best = 0;  ///< index of the winning candidate
-  std::vector<kernels::mse_candidate> candidates;
-  std::vector<double> losses;  ///< summed squared errors (divide by N for the MSE)
-};
-
-/// The settings checks every IFMR mode makes before it computes (the search range is checked
-/// where its ratios are made, ifmr_ratios; ifmr_validate_settings does both).
-[[nodiscard]] inline result<> ifmr_check_settings(const ifmr_settings& s) {
-  if (!valid_bits(s.bits)) {
-    return make_error(errc::invalid_argument,
-                      "IFMR bits must be in [2, 16], got " + std::to_string(s.bits));
-  }
-  if (!(s.max_percentile > 0.0 && s.max_percentile <= 1.0) ||
-      !(s.min_percentile > 0.0 && s.min_percentile <= 1.0)) {
-    return make_error(errc::percentile_out_of_range, "IFMR percentiles must be in (0, 1]");
-  }
-  return {};
-}
-
-/// Every check of `s`, the search range's included: what a caller runs before the first batch.
-[[nodiscard]] inline result<> ifmr_validate_settings(const ifmr_settings& s) {
-  if (auto st = ifmr_check_settings(s); !st)
-    return st;
-  if (auto r = detail::ifmr_ratios(s); !r)
-    return r.error();
-  return {};
-}
-
-namespace detail {
-
-/// The percentile start values from the k-th largest and k-th smallest value.
-inline void ifmr_set_start(ifmr_search& out, float kth_largest, float kth_smallest) noexcept {
-  out.max0 = kth_largest > 0.0f ? kth_largest : 0.0f;
-  out.min0 = kth_smallest < 0.0f ? kth_smallest : 0.0f;
-}
-
-/// The end of every IFMR mode: with the candidates and their summed losses set, the first
-/// minimum and its scale and offset.
-inline void ifmr_conclude(ifmr_search& out, const ifmr_settings& s) {
-  out.best = 0;
-  for (std::size_t j = 1; j < out.losses.size(); ++j) {
-    if (out.losses[j] < out.losses[out.best])
-      out.best = j;
-  }
-  const float scale = out.candidates[out.best].scale;
-  float offset = 0.0f;
-  if (s.asymmetric) {
-    const quant_grid g = make_grid(s.bits);
-    offset = -std::nearbyint(out.min0 / scale) - static_cast<float>(-g.qmin);
-  }
-  out.result =
-      make_activation_result(quant_params{scale, static_cast<std::int32_t>(offset), s.bits});
-}
-
-}  // namespace detail
-
-[[nodiscard]] inline result<ifmr_search> ifmr_run(
-    const float* x, std::size_t n, const ifmr_settings& s,
-    const kernels::kernel_set& k = kernels::default_kernels()) {
-  if (auto st = ifmr_check_settings(s); !st)
-    return st.error();
-  if (n == 0)
-    return make_error(errc::no_data, "IFMR: no data observed");
-  ifmr_search out;
-  const std::size_t kmax = detail::ifmr_percentile_rank(s.max_percentile, n);
-  const std::size_t kmin = detail::ifmr_percentile_rank(s.min_percentile, n);
-  const kernels::extremes_result e =
-      kernels::parallel_select_extremes(k, x, n, kmax, kmin, s.threads);
-  detail::ifmr_set_start(out, e.kth_largest, e.kth_smallest);
-  auto cand = detail::ifmr_candidates(s, out.max0, out.min0);
-  if (!cand)
-    return cand.error();
-  out.candidates = std::move(cand).value();
-  out.losses = detail::ifmr_losses(x, n, out.candidates, s.threads, k);
-  detail::ifmr_conclude(out, s);
-  return out;
-}
-
-/// What an IFMR observer accumulates: every batch, concatenated (the search needs all the data,
-/// as the toolkit keeps it). Kept apart from the settings and kernels so that a later scale-out
-/// can merge (concatenate in batch order) and serialize it without touching the search.
+/// What an IFMR observer accumulates: every batch, in order, each either copied into `copied`
+/// or kept where it lies (alive through `owners`). Kept apart from the settings and kernels.
 struct ifmr_state {
-  std::vector<float> data;
-  std::size_t batches = 0;
+  /// One batch: values [at, at + n) of `copied`, or `kept`[0, n) when kept where it lies.
+  struct batch {
+    const float* kept = nullptr;
+    std::size_t at = 0;
+    std::size_t n = 0;
+  };
+  std::vector<float> copied;
+  std::vector<batch> order;
+  std::vector<std::shared_ptr<const void>> owners;  ///< what keeps the kept batches valid
+
+  [[nodiscard]] std::size_t batches() const noexcept { return order.size(); }
+  /// Every value, in batch order; batches copied one after the other are one run.
+  [[nodiscard]] kernels::float_segments segments() const {
+    kernels::float_segments s;
+    for (std::size_t b = 0; b < order.size();) {
+      if (order[b].kept != nullptr) {
+        s.add(order[b].kept, order[b].n);
+        ++b;
+        continue;
+      }
+      const std::size_t at = order[b].at;
+      std::size_t n = 0;
+      for (; b < order.size() && order[b].kept == nullptr; ++b)
+        n += order[b].n;
+      s.add(copied.data() + at, n);
+    }
+    return s;
+  }
 };
 
 /// IFMR observer: observe() each calibration batch (the data is kept, as the toolkit does), then
@@ -260,45 +65,61 @@ class ifmr_observer {
                          std::string name = "activation")
       : s_(s), k_(k), name_(std::move(name)) {}
 
-  /// Adds one batch (flattened). Errors: empty batch, NaN/Inf (naming the batch and index).
+  /// Adds one batch (flattened), copied. Errors: empty batch, NaN/Inf (naming the batch and
+  /// index).
   [[nodiscard]] result<> observe(const float* x, std::size_t n) {
-    const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
-    auto mm = checked_minmax(label, x, n, kernels::threaded_minmax{k_, s_.threads});
+    auto mm = checked_minmax(label(), x, n, kernels::threaded_minmax{k_, s_.threads});
     if (!mm)
       return mm.error();
-    state_.data.insert(state_.data.end(), x, x + n);
-    ++state_.batches;
+    const std::size_t old = state_.copied.size();
+    state_.copied.insert(state_.copied.end(), x, x + n);
+    state_.order.push_back({nullptr, old, n});
     return {};
+  }
+  /// Whether observe(v) keeps `v` where it lies instead of copying it: float32 in C order with
+  /// an owner (tensor_view::owner), which the observer then holds until reset().
+  [[nodiscard]] static bool keeps_in_place(const tensor_view& v) noexcept {
+    return v.owner != nullptr && v.in_place() != nullptr;
   }
   /// Adds one batch in any layout a tensor_view reads (a mapped float16 file, a strided
-  /// tensor), converted straight into the kept data: no copy of its own. The same data and
-  /// errors as observe() of its float32 values in C order; E909 for a view it cannot read.
+  /// tensor), converted straight into the kept data: no copy of its own; kept where it lies
+  /// when keeps_in_place(v). The same data and errors as observe() of its float32 values in C
+  /// order; E909 for a view it cannot read.
   [[nodiscard]] result<> observe(const tensor_view& v) {
-    const std::string label = name_ + " batch " + std::to_string(state_.batches + 1);
     if (std::string problem = tensor_view_problem(v); !problem.empty())
-      return make_error(errc::tensor_view_invalid, label + ": " + problem);
-    if (const float* x = v.in_place())
-      return observe(x, v.size());
+      return make_error(errc::tensor_view_invalid, label() + ": " + problem);
+    if (const float* x = v.in_place()) {
+      if (!keeps_in_place(v))
+        return observe(x, v.size());
+      auto mm = checked_minmax(label(), x, v.size(), kernels::threaded_minmax{k_, s_.threads});
+      if (!mm)
+        return mm.error();
+      if (state_.owners.empty() || state_.owners.back() != v.owner)
+        state_.owners.push_back(v.owner);
+      state_.order.push_back({x, 0, v.size()});
+      return {};
+    }
     const std::size_t n = v.size();
-    const std::size_t old = state_.data.size();
-    state_.data.resize(old + n);
-    convert_view(v, state_.data.data() + old, s_.threads);
-    auto mm = checked_minmax(label, state_.data.data() + old, n,
+    const std::size_t old = state_.copied.size();
+    state_.copied.resize(old + n);
+    convert_view(v, state_.copied.data() + old, s_.threads);
+    auto mm = checked_minmax(label(), state_.copied.data() + old, n,
                              kernels::threaded_minmax{k_, s_.threads});
     if (!mm) {
-      state_.data.resize(old);
+      state_.copied.resize(old);
       return mm.error();
     }
-    ++state_.batches;
+    state_.order.push_back({nullptr, old, n});
     return {};
   }
-  /// Makes room for `values` values in all (the batches still to come included), so that the
-  /// batches are appended without reallocating; a large buffer is advised huge pages.
+  /// Makes room for `values` copied values in all (the batches still to come included), so
+  /// that they are appended without reallocating; a large buffer is advised huge pages. (A
+  /// caller whose batches are kept in place, keeps_in_place, reserves nothing.)
   void reserve(std::size_t values) {
-    if (values <= state_.data.capacity() || values > state_.data.max_size())
+    if (values <= state_.copied.capacity() || values > state_.copied.max_size())
       return;
-    state_.data.reserve(values);
-    detail::advise_huge_pages(state_.data.data(), values * sizeof(float));
+    state_.copied.reserve(values);
+    detail::advise_huge_pages(state_.copied.data(), values * sizeof(float));
   }
   /// Adds one batch from a contiguous container (data() and size()).
   template <class C>
@@ -317,26 +138,33 @@ class ifmr_observer {
   }
   /// finalize() under the name a training loop reads best.
   [[nodiscard]] result<activation_quant_result> estimate() const { return finalize(); }
-  /// Forgets every batch and frees what they held (the settings, kernels and name stay).
+  /// Forgets every batch and frees what they held, the owners of kept batches included (the
+  /// settings, kernels and name stay).
   void reset() noexcept { state_ = ifmr_state{}; }
   /// finalize() with the details of the search (start values, candidates, losses): the same
   /// computation, for a caller that reports it.
   [[nodiscard]] result<ifmr_search> search() const {
-    if (state_.batches == 0) {
+    if (state_.batches() == 0) {
       return make_error(errc::no_data, name_ + ": IFMR finalize before observe");
     }
-    auto r = ifmr_run(state_.data.data(), state_.data.size(), s_, k_);
+    auto r = ifmr_run(state_.segments(), s_, k_);
     if (!r)
       return make_error(r.error().code, name_ + ": " + r.error().message, r.error().note);
     return r;
   }
 
-  [[nodiscard]] std::size_t batches() const noexcept { return state_.batches; }
-  [[nodiscard]] const std::vector<float>& data() const noexcept { return state_.data; }
+  [[nodiscard]] std::size_t batches() const noexcept { return state_.batches(); }
+  /// Every value observed, in order (valid until the next observe or reset).
+  [[nodiscard]] kernels::float_segments data() const { return state_.segments(); }
   [[nodiscard]] const ifmr_settings& settings() const noexcept { return s_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:
+  /// "<name> batch <i>" for the batch being observed.
+  [[nodiscard]] std::string label() const {
+    return name_ + " batch " + std::to_string(state_.batches() + 1);
+  }
+
   ifmr_settings s_;
   kernels::kernel_set k_;
   std::string name_;

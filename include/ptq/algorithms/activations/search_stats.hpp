@@ -9,9 +9,11 @@
 // (adjacent bins summed); IFMR holds its batches, and the statistics take one min/max, one
 // histogram and one counting pass over that held data (the search itself makes one fused pass
 // for its ~60 candidates) - no batch is fed twice.
-// Depends on: core.
+// Depends on: core and kernels.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -24,6 +26,7 @@
 #include "ptq/algorithms/layer_calibrator.hpp"
 #include "ptq/core/abi.hpp"
 #include "ptq/core/algorithm_kind.hpp"
+#include "ptq/kernels/float_segments.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -63,14 +66,20 @@ struct activation_search_stats {
                                                         const kernels::kernel_set& k) {
   activation_search_stats st;
   st.algo = activation_algo::ifmr;
-  const auto& x = o.data();
+  const kernels::float_segments x = o.data();
   st.count = x.size();
-  const auto mm = k.minmax(x.data(), x.size());
-  st.data_min = mm.min;
-  st.data_max = mm.max;
+  st.data_min = HUGE_VALF;
+  st.data_max = -HUGE_VALF;
+  x.for_each_part(0, x.size(), [&](const float* p, std::size_t n) {
+    const auto mm = k.minmax(p, n);
+    st.data_min = std::min(st.data_min, mm.min);
+    st.data_max = std::max(st.data_max, mm.max);
+  });
   st.histogram.assign(display_bins, 0);
   if (st.data_max > st.data_min) {
-    k.histogram(x.data(), x.size(), st.data_min, st.data_max, display_bins, st.histogram.data());
+    x.for_each_part(0, x.size(), [&](const float* p, std::size_t n) {
+      k.histogram(p, n, st.data_min, st.data_max, display_bins, st.histogram.data());
+    });
   } else {
     st.histogram.front() = static_cast<std::int64_t>(x.size());  // constant data: one bin
   }
@@ -89,10 +98,12 @@ struct activation_search_stats {
     st.clip_min = r.candidates[r.best].lo;
     st.clip_max = r.candidates[r.best].hi;
   }
-  for (const float v : x) {
-    st.clipped_below += v < st.clip_min ? 1 : 0;
-    st.clipped_above += v > st.clip_max ? 1 : 0;
-  }
+  x.for_each_part(0, x.size(), [&](const float* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      st.clipped_below += p[i] < st.clip_min ? 1 : 0;
+      st.clipped_above += p[i] > st.clip_max ? 1 : 0;
+    }
+  });
   return st;
 }
 
