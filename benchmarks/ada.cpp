@@ -1,10 +1,12 @@
-// AdaRound end to end (docs/ada.md): `ada_round` for 1000 iterations (minibatches of 32) on a
-// Linear 512->512 with 1024 samples and on a Conv2d 64->64 3x3 (padding 1) over 16x16 inputs with
-// 256 samples, one thread and two. Reported: AdaRound iterations per second and the GFLOP/s of
-// the layer arithmetic (forward plus weight gradient per iteration, over the whole run time, so
-// the element-wise passes and the minibatch gathers count against it), beside the machine's
-// peak measured in the same run (a plain multiply-add loop of the same arch, benchmarks/dispatch).
-// PTQ_BENCH_SMOKE=1 (the ctest smoke run) does 5 iterations instead of 1000.
+// AdaRound end to end (docs/ada.md): `ada_round` for 1000 iterations (minibatches of 32) on the
+// layers of ada_shapes.hpp (a Linear 512->512 with 1024 samples, a Conv2d 64->64 3x3, a
+// depthwise Conv2d and a ConvTranspose2d with 256 samples each), one thread and two. Reported:
+// AdaRound iterations per second and the GFLOP/s of the layer arithmetic (forward plus weight
+// gradient per iteration, over the whole run time, so the element-wise passes and the minibatch
+// gathers count against it), beside the machine's peak measured in the same run (a plain
+// multiply-add loop of the same arch, benchmarks/dispatch). benchmarks/ada_torch.py runs the
+// same iterations in PyTorch beside it. PTQ_BENCH_SMOKE=1 (the ctest smoke run) does 5
+// iterations; PTQ_BENCH_ADA_ITERATIONS=N does N.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -20,7 +22,11 @@ namespace {
 
 unsigned iterations() {
   const char* smoke = std::getenv("PTQ_BENCH_SMOKE");
-  return smoke && *smoke == '1' ? 5U : 1000U;
+  if (smoke && *smoke == '1')
+    return 5U;
+  const char* n = std::getenv("PTQ_BENCH_ADA_ITERATIONS");
+  const long v = n ? std::strtol(n, nullptr, 10) : 0;
+  return v > 0 && v <= 1000000 ? static_cast<unsigned>(v) : 1000U;
 }
 
 void run_ada(benchmark::State& state, const ptq::layer_geometry& g, std::size_t samples) {
@@ -48,9 +54,12 @@ void run_ada(benchmark::State& state, const ptq::layer_geometry& g, std::size_t 
     auto r = ptq::ada_round(p, s, k);
     benchmark::DoNotOptimize(r.ok());
   }
-  // Multiply-adds of one forward on the minibatch; the weight gradient has as many.
+  // Multiply-adds of one forward on the minibatch; the weight gradient has as many. A
+  // ConvTranspose2d multiplies each input position by its [Cout/g, k, k] slice.
   const double kk = static_cast<double>(g.kernel_h * g.kernel_w);
-  const double pos = static_cast<double>(ptq::output_h(g) * ptq::output_w(g));
+  const bool transposed = g.type == ptq::layer_type::conv_transpose2d;
+  const double pos = transposed ? static_cast<double>(g.in_h * g.in_w)
+                                : static_cast<double>(ptq::output_h(g) * ptq::output_w(g));
   const double madds = static_cast<double>(s.batch_size) * static_cast<double>(g.out_channels) *
                        static_cast<double>(g.in_channels / g.groups) * kk * pos;
   const double its = static_cast<double>(state.iterations()) * s.num_iteration;
@@ -77,6 +86,26 @@ static void BM_ada_conv64_3x3_16x16_256_samples(benchmark::State& state) {
   run_ada(state, ptq_bench::conv_64_3x3_16(), 256);
 }
 BENCHMARK(BM_ada_conv64_3x3_16x16_256_samples)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
+
+static void BM_ada_depthwise128_3x3_32x32_256_samples(benchmark::State& state) {
+  run_ada(state, ptq_bench::depthwise_128_3x3_32(), 256);
+}
+BENCHMARK(BM_ada_depthwise128_3x3_32x32_256_samples)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
+
+static void BM_ada_convtranspose64_32_4x4_s2_16x16_256_samples(benchmark::State& state) {
+  run_ada(state, ptq_bench::conv_transpose_64_32_4x4_s2_16(), 256);
+}
+BENCHMARK(BM_ada_convtranspose64_32_4x4_s2_16x16_256_samples)
     ->Arg(1)
     ->Arg(2)
     ->Iterations(1)

@@ -1,6 +1,8 @@
 // The AdaRound benchmark workloads (docs/ada.md, Speed), shared by benchmarks/ada.cpp (end to end)
-// and benchmarks/gemm.cpp (the layer arithmetic alone): a Linear 512->512 and a Conv2d 64->64 3x3
-// (padding 1) over 16x16 inputs, with normal random data.
+// and benchmarks/gemm.cpp (the layer arithmetic alone): a Linear 512->512, a Conv2d 64->64 3x3
+// (padding 1) over 16x16 inputs, a depthwise Conv2d 128 channels 3x3 (padding 1) over 32x32 and a
+// ConvTranspose2d 64->32 4x4 (stride 2, padding 1) from 16x16 to 32x32, with normal random data.
+// benchmarks/ada_torch.py builds the same layers in PyTorch.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,25 @@ inline ptq::layer_geometry conv_64_3x3_16() {
   g.in_channels = 64;
   g.out_channels = 64;
   g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  g.in_h = g.in_w = 16;
+  return g;
+}
+
+inline ptq::layer_geometry depthwise_128_3x3_32() {
+  ptq::layer_geometry g = conv_64_3x3_16();
+  g.in_channels = g.out_channels = g.groups = 128;
+  g.in_h = g.in_w = 32;
+  return g;
+}
+
+inline ptq::layer_geometry conv_transpose_64_32_4x4_s2_16() {
+  ptq::layer_geometry g;
+  g.type = ptq::layer_type::conv_transpose2d;
+  g.in_channels = 64;
+  g.out_channels = 32;
+  g.kernel_h = g.kernel_w = 4;
+  g.stride_h = g.stride_w = 2;
   g.pad_h = g.pad_w = 1;
   g.in_h = g.in_w = 16;
   return g;
