@@ -416,6 +416,94 @@ TEST_CASE("a Conv2d gives the same bits run per sample or with the samples side 
   CHECK(same_bits(all, one));
 }
 
+TEST_CASE("a depthwise Conv2d: the direct kernels give the im2col + GEMM path's bits",
+          "[layers][depthwise]") {
+  struct dw_case {
+    std::string name;
+    layer_geometry g;
+  };
+  std::vector<dw_case> cases;
+  layer_geometry d;
+  d.type = layer_type::conv2d;
+  d.in_channels = d.out_channels = d.groups = 20;  // not a whole number of 8-channel blocks
+  d.kernel_h = d.kernel_w = 3;
+  d.pad_h = d.pad_w = 1;
+  d.in_h = 12;
+  d.in_w = 11;
+  cases.push_back({"3x3 padding 1", d});
+  layer_geometry s = d;
+  s.stride_h = 2;
+  s.stride_w = 3;
+  s.dilation_h = s.dilation_w = 2;
+  s.pad_h = 2;
+  s.pad_w = 0;
+  cases.push_back({"3x3 strides 2, 3, dilation 2", s});
+  layer_geometry r = d;
+  r.kernel_h = 5;
+  r.kernel_w = 1;
+  r.pad_h = 3;
+  r.pad_w = 0;
+  cases.push_back({"5x1, padding wider than half the kernel", r});
+  layer_geometry big = d;  // enough samples that the GEMM path's weight gradient is chunked
+  big.in_channels = big.out_channels = big.groups = 64;
+  big.in_h = big.in_w = 32;
+  cases.push_back({"64 channels 3x3 over 32x32", big});
+  std::mt19937 rng(29);
+  const std::size_t n = 12;
+  for (const auto& ak : ptq_layers_test::available_kernels()) {
+    ptq::kernels::kernel_set gemm_path = ak.set;
+    gemm_path.depthwise_forward = nullptr;
+    gemm_path.depthwise_weight_grad = nullptr;
+    for (const auto& cs : cases) {
+      for (const bool zeros : {false, true}) {  // zeros: signed zeros through the padding
+        INFO(cs.name << " arch " << ak.set.arch_name << (zeros ? ", zero input, bias -0" : ""));
+        ptq::layer_compute base(cs.g, 1, gemm_path);
+        auto x = random_floats(n * base.input_size(), rng);
+        const auto w = random_floats(base.weight_size(), rng);
+        auto b = random_floats(cs.g.out_channels, rng);
+        const auto dy = random_floats(n * base.output_size(), rng);
+        if (zeros) {
+          std::fill(x.begin(), x.end(), 0.0f);
+          std::fill(b.begin(), b.end(), -0.0f);
+        }
+        std::vector<float> y0(n * base.output_size()), dw0(base.weight_size());
+        REQUIRE(base.forward(x.data(), n, w.data(), b.data(), y0.data()).ok());
+        REQUIRE(base.weight_grad(x.data(), n, dy.data(), dw0.data()).ok());
+        std::vector<float> y0_nobias(y0.size());
+        REQUIRE(base.forward(x.data(), n, w.data(), nullptr, y0_nobias.data()).ok());
+        ptq::layer_compute lc(cs.g, 1, ak.set);
+        for (const unsigned threads : {1u, 2u, 3u}) {
+          INFO("threads " << threads);
+          lc.set_threads(threads);
+          std::vector<float> y(y0.size(), -1.0f), dw(dw0.size(), -1.0f), yn(y0.size(), -1.0f);
+          REQUIRE(lc.forward(x.data(), n, w.data(), b.data(), y.data()).ok());
+          REQUIRE(lc.weight_grad(x.data(), n, dy.data(), dw.data()).ok());
+          REQUIRE(lc.forward(x.data(), n, w.data(), nullptr, yn.data()).ok());
+          REQUIRE(same_bits(y, y0));
+          REQUIRE(same_bits(dw, dw0));
+          REQUIRE(same_bits(yn, y0_nobias));
+        }
+      }
+    }
+  }
+  // The scalar references equal the unfused GEMM path too.
+  ptq::kernels::kernel_set ref = ptq::kernels::reference_kernel_set();
+  ptq::kernels::kernel_set ref_gemm = ref;
+  ref_gemm.depthwise_forward = nullptr;
+  ref_gemm.depthwise_weight_grad = nullptr;
+  ptq::layer_compute a(d, 1, ref), g(d, 1, ref_gemm);
+  const auto x = random_floats(n * a.input_size(), rng);
+  const auto w = random_floats(a.weight_size(), rng);
+  const auto dy = random_floats(n * a.output_size(), rng);
+  std::vector<float> ya(n * a.output_size()), yg(ya.size()), da(a.weight_size()), dg(da.size());
+  REQUIRE(a.forward(x.data(), n, w.data(), nullptr, ya.data()).ok());
+  REQUIRE(g.forward(x.data(), n, w.data(), nullptr, yg.data()).ok());
+  REQUIRE(a.weight_grad(x.data(), n, dy.data(), da.data()).ok());
+  REQUIRE(g.weight_grad(x.data(), n, dy.data(), dg.data()).ok());
+  CHECK(same_bits(ya, yg));
+  CHECK(same_bits(da, dg));
+}
+
 TEST_CASE("layer with no samples: empty output, zero gradient", "[layers]") {
   for (const auto& c : accuracy_cases()) {
     INFO(c.name);

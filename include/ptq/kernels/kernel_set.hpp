@@ -26,6 +26,7 @@
 
 #include "ptq/core/abi.hpp"
 #include "ptq/kernels/ada_update.hpp"
+#include "ptq/kernels/depthwise.hpp"
 #include "ptq/kernels/gemm.hpp"
 #include "ptq/kernels/hfmg_loss.hpp"
 #include "ptq/kernels/histogram.hpp"
@@ -61,6 +62,11 @@ struct kernel_set {
                       const hfmg_loss_params&) noexcept = nullptr;
   /// Single-precision GEMM (gemm.hpp); the reference set has the unfused reference.
   void (*gemm)(const gemm_problem&, float*) = nullptr;
+  /// Depthwise Conv2d without im2col (depthwise.hpp): the sums of `gemm` over the im2col.
+  void (*depthwise_forward)(const depthwise_problem&, const float*, const float*, const float*,
+                            std::size_t, std::size_t, float*, float*) noexcept = nullptr;
+  void (*depthwise_weight_grad)(const depthwise_problem&, const float*, const float*, std::size_t,
+                                std::size_t, std::size_t, float*, float*) noexcept = nullptr;
   /// AdaRound's element-wise passes (ada_update.hpp).
   void (*ada_soft_weight)(const ada_arrays&, std::size_t, float*) noexcept = nullptr;
   double (*ada_step)(const ada_arrays&, std::size_t, const float*,
@@ -82,6 +88,8 @@ struct kernel_set {
   k.collect_extremes = &collect_extremes_ref;
   k.hfmg_loss = &hfmg_loss_ref;
   k.gemm = &gemm_ref_unfused;
+  k.depthwise_forward = &depthwise_forward_ref;
+  k.depthwise_weight_grad = &depthwise_weight_grad_ref;
   k.ada_soft_weight = &ada_soft_weight_ref;
   k.ada_step = &ada_step_ref;
   return k;
@@ -106,6 +114,8 @@ kernel_set make_kernel_set() noexcept {
   k.collect_extremes = &collect_extremes_simd<Arch>;
   k.hfmg_loss = &hfmg_loss_simd<Arch>;
   k.gemm = &gemm_simd<Arch>;
+  k.depthwise_forward = &depthwise_forward_arch<Arch>;
+  k.depthwise_weight_grad = &depthwise_weight_grad_arch<Arch>;
   k.ada_soft_weight = &ada_soft_weight_simd<Arch>;
   k.ada_step = &ada_step_simd<Arch>;
   return k;

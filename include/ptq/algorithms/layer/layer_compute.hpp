@@ -176,6 +176,10 @@ class layer_compute {
   /// group), its im2col in the thread's buffer, still in cache when the GEMM reads it. Both
   /// compute each output as the same k-ordered sum, so they give the same bits.
   void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
+    if (depthwise()) {
+      forward_depthwise(x, n, w, bias, y);
+      return;
+    }
     const detail::window_geometry win = windows();
     const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
     const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
@@ -286,7 +290,65 @@ class layer_compute {
   }
 
   void weight_grad_conv(const float* x, std::size_t n, const float* dy, float* dw) {
+    if (depthwise()) {
+      const kernels::depthwise_problem p = depthwise_geometry();
+      tasks_.prepare(depthwise_blocks(), p.scratch_floats());
+      tasks_.run_blocks(depthwise_blocks(), [&](std::size_t b, std::size_t t) {
+        const std::size_t c0 = b * depthwise_block;
+        k_.depthwise_weight_grad(p, x, dy, n, c0, std::min(c0 + depthwise_block, p.channels), dw,
+                                 tasks_.thread_col(t));
+      });
+      return;
+    }
     weight_grad_chunked(x, dy, g_.out_channels, n, dw);
+  }
+
+  /// Channels per task of the depthwise kernels.
+  static constexpr std::size_t depthwise_block = 16;
+
+  /// A Conv2d whose every output channel reads one input channel of its own, with the kernel
+  /// set's direct kernels (kernels/depthwise.hpp): no im2col, which would copy each input value
+  /// once per tap for a GEMM of one row. The same sums as the GEMM path, so the same bits.
+  [[nodiscard]] bool depthwise() const noexcept {
+    return g_.type == layer_type::conv2d && g_.groups == g_.in_channels &&
+           g_.groups == g_.out_channels && k_.depthwise_forward != nullptr &&
+           k_.depthwise_weight_grad != nullptr;
+  }
+  [[nodiscard]] kernels::depthwise_problem depthwise_geometry() const noexcept {
+    kernels::depthwise_problem p;
+    p.channels = g_.in_channels;
+    p.in_h = g_.in_h;
+    p.in_w = g_.in_w;
+    p.out_h = oh_;
+    p.out_w = ow_;
+    p.kernel_h = g_.kernel_h;
+    p.kernel_w = g_.kernel_w;
+    p.stride_h = g_.stride_h;
+    p.stride_w = g_.stride_w;
+    p.pad_h = g_.pad_h;
+    p.pad_w = g_.pad_w;
+    p.dilation_h = g_.dilation_h;
+    p.dilation_w = g_.dilation_w;
+    return p;
+  }
+  [[nodiscard]] std::size_t depthwise_blocks() const noexcept {
+    return (g_.in_channels + depthwise_block - 1) / depthwise_block;
+  }
+
+  /// One task per sample and block of channels.
+  void forward_depthwise(const float* x, std::size_t n, const float* w, const float* bias,
+                         float* y) {
+    const kernels::depthwise_problem p = depthwise_geometry();
+    const std::size_t nb = depthwise_blocks();
+    const std::size_t in_sample = p.channels * p.in_h * p.in_w;
+    const std::size_t out_sample = p.channels * p.out_h * p.out_w;
+    tasks_.prepare(n * nb, p.scratch_floats());
+    tasks_.run_blocks(n * nb, [&](std::size_t b, std::size_t t) {
+      const std::size_t s = b / nb, c0 = (b % nb) * depthwise_block;
+      k_.depthwise_forward(p, x + s * in_sample, w, bias, c0,
+                           std::min(c0 + depthwise_block, p.channels), y + s * out_sample,
+                           tasks_.thread_col(t));
+    });
   }
 
   void forward_conv_transpose(const float* x, std::size_t n, const float* w, const float* bias,
