@@ -92,19 +92,21 @@ int run_observe(const observe_options& o) {
       return code;
     q = r.value();
   } else {
-    // Every batch is mapped first, so IFMR can reserve room for all of them at once. float16
-    // batches stay as they are stored: the observer converts them a block at a time.
+    // Every batch is mapped first, so IFMR can reserve room at once for the batches it copies
+    // (a mapped float32 batch is kept where it lies). float16 batches stay as they are stored:
+    // the observer converts them a block at a time.
     std::vector<ptq::io::npy_view> mapped;
-    std::size_t total = 0;
+    std::size_t copied = 0;
     for (const auto& path : o.batches) {
       auto t = ptq_cli::load_tensor(path, cmd, ptq::io::npy_values::as_stored);
       if (!t)
         return ptq_cli::exit_error;
-      total += t->size();
+      if (!ptq::ifmr_observer::keeps_in_place(t->view()))
+        copied += t->size();
       mapped.push_back(std::move(*t));
     }
     ptq::activation_observer obs(s, ptq_cli::numeric_kernels());
-    obs.reserve(total);
+    obs.reserve(copied);
     for (std::size_t b = 0; b < mapped.size(); ++b) {
       auto st = obs.observe(mapped[b].view());
       if (!st)

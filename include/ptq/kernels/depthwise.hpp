@@ -41,17 +41,6 @@ struct depthwise_problem {
 
 namespace detail {
 
-/// One multiply-add of the GEMM reference (gemm.hpp, ref_madd).
-template <bool Fused>
-[[nodiscard]] inline float depthwise_madd(float x, float y, float acc) noexcept {
-  if constexpr (Fused) {
-    return std::fma(x, y, acc);
-  } else {
-    const float prod = x * y;
-    return acc + prod;
-  }
-}
-
 /// plane [in_h, in_w] into out [padded_h, padded_w], zeros around: what im2col reads for a tap
 /// in the padding.
 inline void depthwise_pad(const depthwise_problem& p, const float* plane, float* out) noexcept {
@@ -74,7 +63,7 @@ template <bool Fused>
   for (std::size_t ky = 0; ky < p.kernel_h; ++ky) {
     const float* row = at + ky * p.dilation_h * p.padded_w();
     for (std::size_t kx = 0; kx < p.kernel_w; ++kx)
-      acc = depthwise_madd<Fused>(wc[ky * p.kernel_w + kx], row[kx * p.dilation_w], acc);
+      acc = ref_madd<Fused>(wc[ky * p.kernel_w + kx], row[kx * p.dilation_w], acc);
   }
   return acc;
 }
@@ -130,7 +119,7 @@ void depthwise_weight_grad_loop(const depthwise_problem& p, const float* x, cons
             const float d = dyc[oy * p.out_w + ox];
             const float* at = top + ox * p.stride_w;
             for (std::size_t t = 0; t < nt; ++t)
-              acc[t] = depthwise_madd<Fused>(d, at[offset[t]], acc[t]);
+              acc[t] = ref_madd<Fused>(d, at[offset[t]], acc[t]);
           }
         }
       }

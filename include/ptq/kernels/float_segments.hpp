@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstring>
 #include <iterator>
-#include <thread>
 #include <vector>
 
 #include "ptq/core/abi.hpp"
@@ -94,29 +93,13 @@ struct float_segments {
       std::memcpy(all.data() + at, p, m * sizeof(float));
       at += m;
     });
-    extremes_result r;  // as select_extremes_ref, on the gathered copy itself
-    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n - k_large),
-                     all.end());
-    r.kth_largest = all[n - k_large];
-    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k_small - 1),
-                     all.end());
-    r.kth_smallest = all[k_small - 1];
-    return r;
+    return detail::select_extremes_in_place(all.data(), n, k_large, k_small);
   }
-  if (threads == 0)
-    threads = std::thread::hardware_concurrency();
-  const std::size_t nt =
-      std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_block));
-  std::vector<detail::extreme_heaps> part(nt, detail::extreme_heaps(k_large, k_small));
-  const std::size_t per = (n + nt - 1) / nt;
-  parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
-    const std::size_t at = std::min(n, t * per);
-    x.for_each_part(at, std::min(per, n - at),
-                    [&](const float* p, std::size_t m) { k.collect_extremes(p, m, part[t]); });
-  });
-  for (std::size_t t = 1; t < nt; ++t)
-    part[0].merge(part[t]);
-  return {part[0].large.front(), part[0].small.front()};
+  return detail::extremes_by_parts(
+      n, detail::extremes_threads(n, threads), k_large, k_small,
+      [&](std::size_t at, std::size_t m, detail::extreme_heaps& h) {
+        x.for_each_part(at, m, [&](const float* p, std::size_t c) { k.collect_extremes(p, c, h); });
+      });
 }
 
 }  // namespace kernels

@@ -275,29 +275,50 @@ struct threaded_minmax {
   }
 };
 
-/// k.select_extremes of x[0, n) on up to `threads` threads (0 = hardware concurrency): thread t
-/// collects the extremes of the t-th of nt contiguous parts into heaps of its own, and the heaps
-/// are merged in part order. The k-th largest and smallest are values of the whole multiset, so
-/// the result does not depend on the thread count. Requires 1 <= k_large, k_small <= n.
-[[nodiscard]] inline extremes_result parallel_select_extremes(const kernel_set& k, const float* x,
-                                                              std::size_t n, std::size_t k_large,
-                                                              std::size_t k_small,
-                                                              unsigned threads) {
+namespace detail {
+
+/// Threads of a parallel selection over n values on up to `threads` (0 = hardware
+/// concurrency): no more than one per parallel_block values, at least one.
+[[nodiscard]] inline std::size_t extremes_threads(std::size_t n, unsigned threads) {
   if (threads == 0)
     threads = std::thread::hardware_concurrency();
-  const std::size_t nt =
-      std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_block));
-  if (nt <= 1 || detail::extremes_by_sorting(n, k_large, k_small))
-    return k.select_extremes(x, n, k_large, k_small);
-  std::vector<detail::extreme_heaps> part(nt, detail::extreme_heaps(k_large, k_small));
+  return std::min<std::size_t>(threads, std::max<std::size_t>(1, n / parallel_block));
+}
+
+/// The k-th largest and smallest of n values cut into nt contiguous parts: thread t collects
+/// part t, values [t * per, ...), into heaps of its own by collect(at, count, heaps), and the
+/// heaps are merged in part order. The k-th largest and smallest are values of the whole
+/// multiset, so the result does not depend on nt.
+template <class Collect>
+[[nodiscard]] extremes_result extremes_by_parts(std::size_t n, std::size_t nt, std::size_t k_large,
+                                                std::size_t k_small, const Collect& collect) {
+  std::vector<extreme_heaps> part(nt, extreme_heaps(k_large, k_small));
   const std::size_t per = (n + nt - 1) / nt;
   parallel_blocks(nt, static_cast<unsigned>(nt), [&](std::size_t t) {
     const std::size_t at = std::min(n, t * per);
-    k.collect_extremes(x + at, std::min(per, n - at), part[t]);
+    collect(at, std::min(per, n - at), part[t]);
   });
   for (std::size_t t = 1; t < nt; ++t)
     part[0].merge(part[t]);
   return {part[0].large.front(), part[0].small.front()};
+}
+
+}  // namespace detail
+
+/// k.select_extremes of x[0, n) on up to `threads` threads (0 = hardware concurrency), one
+/// contiguous part per thread (detail::extremes_by_parts): the same result for every thread
+/// count. Requires 1 <= k_large, k_small <= n.
+[[nodiscard]] inline extremes_result parallel_select_extremes(const kernel_set& k, const float* x,
+                                                              std::size_t n, std::size_t k_large,
+                                                              std::size_t k_small,
+                                                              unsigned threads) {
+  const std::size_t nt = detail::extremes_threads(n, threads);
+  if (nt <= 1 || detail::extremes_by_sorting(n, k_large, k_small))
+    return k.select_extremes(x, n, k_large, k_small);
+  return detail::extremes_by_parts(n, nt, k_large, k_small,
+                                   [&](std::size_t at, std::size_t m, detail::extreme_heaps& h) {
+                                     k.collect_extremes(x + at, m, h);
+                                   });
 }
 
 }  // namespace kernels

@@ -24,16 +24,28 @@ struct extremes_result {
   float kth_smallest = 0.0f;
 };
 
+namespace detail {
+
+/// The k-th largest and k-th smallest of v[0, n) by nth_element, reordering v. Requires
+/// 1 <= k_large, k_small <= n.
+[[nodiscard]] inline extremes_result select_extremes_in_place(float* v, std::size_t n,
+                                                              std::size_t k_large,
+                                                              std::size_t k_small) {
+  extremes_result r;
+  std::nth_element(v, v + (n - k_large), v + n);
+  r.kth_largest = v[n - k_large];
+  std::nth_element(v, v + (k_small - 1), v + n);
+  r.kth_smallest = v[k_small - 1];
+  return r;
+}
+
+}  // namespace detail
+
 /// Scalar reference. Requires 1 <= k_large, k_small <= n.
 [[nodiscard]] inline extremes_result select_extremes_ref(const float* x, std::size_t n,
                                                          std::size_t k_large, std::size_t k_small) {
   std::vector<float> v(x, x + n);
-  extremes_result r;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n - k_large), v.end());
-  r.kth_largest = v[n - k_large];
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k_small - 1), v.end());
-  r.kth_smallest = v[k_small - 1];
-  return r;
+  return detail::select_extremes_in_place(v.data(), n, k_large, k_small);
 }
 
 namespace detail {
