@@ -94,6 +94,13 @@ TEST_CASE("activations: exact values and kinks", "[ada][activation]") {
   CHECK(fwd(relu, 0.0f) == 0.0f);
   CHECK_FALSE(std::signbit(fwd(relu, -0.0f)));                            // -0 becomes +0
   CHECK(std::isnan(fwd(relu, std::numeric_limits<float>::quiet_NaN())));  // NaN propagates
+  CHECK_FALSE(std::signbit(fwd(relu, -1.5f)));  // +0, not -0, for a negative input
+  CHECK(fwd(relu, 1e-45f) == 1e-45f);           // a subnormal is kept
+  CHECK_FALSE(std::signbit(fwd(relu, -1e-45f)));
+  CHECK(fwd(relu, std::numeric_limits<float>::infinity()) ==
+        std::numeric_limits<float>::infinity());
+  CHECK(fwd(relu, -std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(std::isnan(fwd(relu, -std::numeric_limits<float>::quiet_NaN())));
   CHECK(bwd(relu, 0.0f) == 0.0f);  // ReLU'(0) = 0 (threshold_backward: z <= 0)
   CHECK(bwd(relu, 1e-30f, 3.0f) == 3.0f);
   CHECK(bwd(relu, -1e-30f, 3.0f) == 0.0f);

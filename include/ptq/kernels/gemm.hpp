@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -124,11 +125,17 @@ inline constexpr bool gemm_uses_fma = detail::has_fused_madd<Arch>;
 
 namespace detail {
 
-/// Register tile of the micro-kernel: 4 rows x 3 batches (12 accumulators; 4 x 24 on AVX2). Four
-/// rows divide the AdaRound shapes (32 samples, 64 channels) without padding.
-inline constexpr std::size_t gemm_mr = 4;
+/// Register tile of the micro-kernel: gemm_mr<Arch> rows x gemm_nb<Arch> batches. 4 x 3 where
+/// there are 16 vector registers (12 accumulators: 4 x 12 floats on SSE2, 4 x 24 on AVX2); 8 x 2
+/// on AVX-512 (16 accumulators of 32 registers, 8 x 32 floats): a 32-float sliver divides the
+/// AdaRound shapes (256 positions, 576 = 64 x 3 x 3 taps, 512 channels), where a 48-float one
+/// left a partial sliver in every 256, and its kc x nr panel fits the 32 KiB L1.
 template <class Arch>
-inline constexpr std::size_t gemm_nr = 3 * fbatch<Arch>::size;
+inline constexpr std::size_t gemm_mr = fbatch<Arch>::size >= 16 ? 8 : 4;
+template <class Arch>
+inline constexpr std::size_t gemm_nb = fbatch<Arch>::size >= 16 ? 2 : 3;
+template <class Arch>
+inline constexpr std::size_t gemm_nr = std::size_t{gemm_nb<Arch>} * fbatch<Arch>::size;
 
 template <class Arch>
 [[nodiscard]] inline fbatch<Arch> gemm_madd(const fbatch<Arch>& x, const fbatch<Arch>& y,
@@ -141,19 +148,72 @@ template <class Arch>
   }
 }
 
-/// Packs rows [i0, i0+mb) x k [p0, p0+kb) of A as mr-row slivers: sliver r holds, for each q,
-/// the mr values A(i0+r*mr.., p0+q) (rows past mb are zero).
-inline void gemm_pack_a(const gemm_problem& p, std::size_t i0, std::size_t mb, std::size_t p0,
-                        std::size_t kb, float* out) noexcept {
-  for (std::size_t r = 0; r < mb; r += gemm_mr) {
-    const std::size_t rows = mb - r < gemm_mr ? mb - r : gemm_mr;
-    for (std::size_t q = 0; q < kb; ++q) {
-      for (std::size_t ii = 0; ii < gemm_mr; ++ii) {
-        const std::size_t i = i0 + r + ii, kq = p0 + q;
-        out[ii] = ii >= rows ? 0.0f : p.trans_a ? p.a[kq * p.lda + i] : p.a[i * p.lda + kq];
+/// out[q * ldo + t] = src[t * lds + q] for t < 4, q < W (the arch's vector width): four runs
+/// of W values transposed in 4 x 4 blocks, one per 128-bit lane (the unpacks of every x86 arch
+/// work lane by lane). Data movement only: the values are unchanged.
+template <class Arch>
+void gemm_transpose_4(const float* src, std::size_t lds, float* out, std::size_t ldo) noexcept {
+  using B = fbatch<Arch>;
+  using D = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const B r0 = B::load_unaligned(src), r1 = B::load_unaligned(src + lds);
+  const B r2 = B::load_unaligned(src + 2 * lds), r3 = B::load_unaligned(src + 3 * lds);
+  // Lane L: t0 = r0[4L], r1[4L], r0[4L+1], r1[4L+1]; t1 the same for 4L+2, 4L+3.
+  const D t0 = xsimd::bitwise_cast<D>(xsimd::zip_lo(r0, r1));
+  const D t1 = xsimd::bitwise_cast<D>(xsimd::zip_hi(r0, r1));
+  const D t2 = xsimd::bitwise_cast<D>(xsimd::zip_lo(r2, r3));
+  const D t3 = xsimd::bitwise_cast<D>(xsimd::zip_hi(r2, r3));
+  // Lane L of column m: r0..r3 at 4L + m.
+  alignas(64) float col[4][W];
+  xsimd::bitwise_cast<B>(xsimd::zip_lo(t0, t2)).store_aligned(col[0]);
+  xsimd::bitwise_cast<B>(xsimd::zip_hi(t0, t2)).store_aligned(col[1]);
+  xsimd::bitwise_cast<B>(xsimd::zip_lo(t1, t3)).store_aligned(col[2]);
+  xsimd::bitwise_cast<B>(xsimd::zip_hi(t1, t3)).store_aligned(col[3]);
+  for (std::size_t lane = 0; lane < W; lane += 4) {
+    for (std::size_t m = 0; m < 4; ++m)
+      std::memcpy(out + (lane + m) * ldo, &col[m][lane], 4 * sizeof(float));
+  }
+}
+
+/// out[q * ldo + t] = x[(r0 + t) * ldx + p0 + q] for t < 4, q < kb: four rows of x from r0, of
+/// which `rows` exist (the others are zero), read along k and written across. Whole vectors go
+/// through gemm_transpose_4; the rest of k one value at a time.
+template <class Arch>
+void gemm_pack_transposed(const float* x, std::size_t ldx, std::size_t r0, std::size_t rows,
+                          std::size_t p0, std::size_t kb, float* out, std::size_t ldo) noexcept {
+  constexpr std::size_t W = fbatch<Arch>::size;
+  std::size_t q = 0;
+  if (rows >= 4) {
+    for (const float* src = x + r0 * ldx + p0; q + W <= kb; q += W)
+      gemm_transpose_4<Arch>(src + q, ldx, out + q * ldo, ldo);
+  }
+  for (; q < kb; ++q) {
+    for (std::size_t t = 0; t < 4; ++t)
+      out[q * ldo + t] = t < rows ? x[(r0 + t) * ldx + p0 + q] : 0.0f;
+  }
+}
+
+/// Packs rows [i0, i0+mb) x k [p0, p0+kb) of A as MR-row slivers: sliver r holds, for each q,
+/// the MR values A(i0+r*MR.., p0+q) (rows past mb are zero).
+template <class Arch>
+void gemm_pack_a(const gemm_problem& p, std::size_t i0, std::size_t mb, std::size_t p0,
+                 std::size_t kb, float* out) noexcept {
+  constexpr std::size_t MR = gemm_mr<Arch>;
+  static_assert(MR % 4 == 0, "gemm_pack_a packs four rows at a time");
+  for (std::size_t r = 0; r < mb; r += MR) {
+    const std::size_t rows = mb - r < MR ? mb - r : MR;
+    if (p.trans_a) {  // A(i, q) = a[q * lda + i]: the sliver's rows are contiguous
+      for (std::size_t q = 0; q < kb; ++q) {
+        for (std::size_t ii = 0; ii < MR; ++ii)
+          out[q * MR + ii] = ii < rows ? p.a[(p0 + q) * p.lda + i0 + r + ii] : 0.0f;
       }
-      out += gemm_mr;
+    } else {
+      for (std::size_t ii = 0; ii < MR; ii += 4) {
+        gemm_pack_transposed<Arch>(p.a, p.lda, i0 + r + ii, rows > ii ? rows - ii : 0, p0, kb,
+                                   out + ii, MR);
+      }
     }
+    out += kb * MR;
   }
 }
 
@@ -171,9 +231,8 @@ void gemm_pack_b(const gemm_problem& p, std::size_t j0, std::size_t nb, std::siz
       // of the work).
       for (std::size_t q = 0; q < kb; ++q) {
         const float* src = p.b + (p0 + q) * p.ldb + j0 + s;
-        B::load_unaligned(src).store_aligned(out);
-        B::load_unaligned(src + W).store_aligned(out + W);
-        B::load_unaligned(src + 2 * W).store_aligned(out + 2 * W);
+        for (std::size_t v = 0; v < nr; v += W)
+          B::load_unaligned(src + v).store_aligned(out + v);
         out += nr;
       }
     } else if (!p.trans_b) {
@@ -186,85 +245,53 @@ void gemm_pack_b(const gemm_problem& p, std::size_t j0, std::size_t nb, std::siz
         out += nr;
       }
     } else {
-      // Column by column: each reads a contiguous run of b; the writes stride by nr.
-      for (std::size_t jj = 0; jj < nr; ++jj) {
-        if (jj < cols) {
-          const float* src = p.b + (j0 + s + jj) * p.ldb + p0;
-          for (std::size_t q = 0; q < kb; ++q)
-            out[q * nr + jj] = src[q];
-        } else {
-          for (std::size_t q = 0; q < kb; ++q)
-            out[q * nr + jj] = 0.0f;
-        }
+      // Four columns at a time, transposed a vector of k at a time.
+      for (std::size_t jj = 0; jj < nr; jj += 4) {
+        gemm_pack_transposed<Arch>(p.b, p.ldb, j0 + s + jj, cols > jj ? cols - jj : 0, p0, kb,
+                                   out + jj, nr);
       }
       out += kb * nr;
     }
   }
 }
 
-/// The register-blocked micro-kernel: a 4 x nr tile of C (leading dimension ldc) from packed
-/// slivers, starting from C (load) or from zero. Twelve independent accumulator chains hide the
-/// FMA latency; per k: 3 loads of B, 4 broadcasts of A, 12 multiply-adds.
-template <class Arch>
+/// The register-blocked micro-kernel: an MR x NB-batch tile of C (leading dimension ldc) from
+/// packed slivers, starting from C (load) or from zero. MR x NB independent accumulator chains
+/// hide the multiply-add latency; per k: NB loads of B, MR broadcasts of A, MR x NB
+/// multiply-adds. The loops over the tile are unrolled, so the accumulators stay in registers.
+template <class Arch, std::size_t MR, std::size_t NB>
 void gemm_micro(std::size_t kb, const float* ap, const float* bp, float* c, std::size_t ldc,
                 bool load) noexcept {
   using B = fbatch<Arch>;
   constexpr std::size_t W = B::size;
-  B c00(0.0f), c01(0.0f), c02(0.0f), c10(0.0f), c11(0.0f), c12(0.0f);
-  B c20(0.0f), c21(0.0f), c22(0.0f), c30(0.0f), c31(0.0f), c32(0.0f);
-  float* r0 = c;
-  float* r1 = c + ldc;
-  float* r2 = c + 2 * ldc;
-  float* r3 = c + 3 * ldc;
-  if (load) {
-    c00 = B::load_unaligned(r0);
-    c01 = B::load_unaligned(r0 + W);
-    c02 = B::load_unaligned(r0 + 2 * W);
-    c10 = B::load_unaligned(r1);
-    c11 = B::load_unaligned(r1 + W);
-    c12 = B::load_unaligned(r1 + 2 * W);
-    c20 = B::load_unaligned(r2);
-    c21 = B::load_unaligned(r2 + W);
-    c22 = B::load_unaligned(r2 + 2 * W);
-    c30 = B::load_unaligned(r3);
-    c31 = B::load_unaligned(r3 + W);
-    c32 = B::load_unaligned(r3 + 2 * W);
+  B acc[MR][NB];
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NB; ++v)
+      acc[i][v] = load ? B::load_unaligned(c + i * ldc + v * W) : B(0.0f);
   }
   for (std::size_t q = 0; q < kb; ++q) {
-    const B b0 = B::load_aligned(bp);
-    const B b1 = B::load_aligned(bp + W);
-    const B b2 = B::load_aligned(bp + 2 * W);
-    B a(ap[0]);
-    c00 = gemm_madd<Arch>(a, b0, c00);
-    c01 = gemm_madd<Arch>(a, b1, c01);
-    c02 = gemm_madd<Arch>(a, b2, c02);
-    a = B(ap[1]);
-    c10 = gemm_madd<Arch>(a, b0, c10);
-    c11 = gemm_madd<Arch>(a, b1, c11);
-    c12 = gemm_madd<Arch>(a, b2, c12);
-    a = B(ap[2]);
-    c20 = gemm_madd<Arch>(a, b0, c20);
-    c21 = gemm_madd<Arch>(a, b1, c21);
-    c22 = gemm_madd<Arch>(a, b2, c22);
-    a = B(ap[3]);
-    c30 = gemm_madd<Arch>(a, b0, c30);
-    c31 = gemm_madd<Arch>(a, b1, c31);
-    c32 = gemm_madd<Arch>(a, b2, c32);
-    ap += gemm_mr;
-    bp += 3 * W;
+    B b[NB];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NB; ++v)
+      b[v] = B::load_aligned(bp + v * W);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < MR; ++i) {
+      const B a(ap[i]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NB; ++v)
+        acc[i][v] = gemm_madd<Arch>(a, b[v], acc[i][v]);
+    }
+    ap += MR;
+    bp += NB * W;
   }
-  c00.store_unaligned(r0);
-  c01.store_unaligned(r0 + W);
-  c02.store_unaligned(r0 + 2 * W);
-  c10.store_unaligned(r1);
-  c11.store_unaligned(r1 + W);
-  c12.store_unaligned(r1 + 2 * W);
-  c20.store_unaligned(r2);
-  c21.store_unaligned(r2 + W);
-  c22.store_unaligned(r2 + 2 * W);
-  c30.store_unaligned(r3);
-  c31.store_unaligned(r3 + W);
-  c32.store_unaligned(r3 + 2 * W);
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < MR; ++i) {
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NB; ++v)
+      acc[i][v].store_unaligned(c + i * ldc + v * W);
+  }
 }
 
 /// The first 64-byte aligned float at or after `p` (an offset from p: no integer-to-pointer
@@ -282,11 +309,11 @@ inline float* align64(const float* p) noexcept {
 /// nullptr a per-thread buffer is used (allocated on a thread's first call).
 template <class Arch>
 void gemm_simd(const gemm_problem& p, float* workspace) {
-  using detail::gemm_mr;
+  constexpr std::size_t mr = detail::gemm_mr<Arch>, vb = detail::gemm_nb<Arch>;
   constexpr std::size_t nr = detail::gemm_nr<Arch>;
   constexpr std::size_t nc = gemm_nc / nr * nr;
   static_assert(nc == gemm_nc, "gemm_nc must be a multiple of every arch's nr");
-  static_assert(gemm_mc % gemm_mr == 0, "gemm_mc must be a multiple of mr");
+  static_assert(gemm_mc % mr == 0, "gemm_mc must be a multiple of mr");
   if (p.m == 0 || p.n == 0)
     return;
   if (p.k == 0) {
@@ -305,7 +332,7 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
   }
   float* const apack = detail::align64(workspace);
   float* const bpack = apack + gemm_kc * gemm_mc;  // 64-byte aligned: gemm_kc*gemm_mc % 16 == 0
-  alignas(64) float edge[gemm_mr * nr];            // partial tiles go through this buffer
+  alignas(64) float edge[mr * nr];                 // partial tiles go through this buffer
 
   for (std::size_t jc = 0; jc < p.n; jc += nc) {
     const std::size_t nb = p.n - jc < nc ? p.n - jc : nc;
@@ -315,25 +342,25 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
       detail::gemm_pack_b<Arch>(p, jc, nb, pc, kb, bpack);
       for (std::size_t ic = 0; ic < p.m; ic += gemm_mc) {
         const std::size_t mb = p.m - ic < gemm_mc ? p.m - ic : gemm_mc;
-        detail::gemm_pack_a(p, ic, mb, pc, kb, apack);
+        detail::gemm_pack_a<Arch>(p, ic, mb, pc, kb, apack);
         for (std::size_t jr = 0; jr < nb; jr += nr) {
           const std::size_t cols = nb - jr < nr ? nb - jr : nr;
           const float* bp = bpack + jr * kb;
-          for (std::size_t ir = 0; ir < mb; ir += gemm_mr) {
-            const std::size_t rows = mb - ir < gemm_mr ? mb - ir : gemm_mr;
+          for (std::size_t ir = 0; ir < mb; ir += mr) {
+            const std::size_t rows = mb - ir < mr ? mb - ir : mr;
             const float* ap = apack + ir * kb;
             float* ct = p.c + (ic + ir) * p.ldc + jc + jr;
-            if (rows == gemm_mr && cols == nr) {
-              detail::gemm_micro<Arch>(kb, ap, bp, ct, p.ldc, load);
+            if (rows == mr && cols == nr) {
+              detail::gemm_micro<Arch, mr, vb>(kb, ap, bp, ct, p.ldc, load);
               continue;
             }
             if (load) {
-              for (std::size_t ii = 0; ii < gemm_mr; ++ii) {
+              for (std::size_t ii = 0; ii < mr; ++ii) {
                 for (std::size_t jj = 0; jj < nr; ++jj)
                   edge[ii * nr + jj] = ii < rows && jj < cols ? ct[ii * p.ldc + jj] : 0.0f;
               }
             }
-            detail::gemm_micro<Arch>(kb, ap, bp, edge, nr, load);
+            detail::gemm_micro<Arch, mr, vb>(kb, ap, bp, edge, nr, load);
             for (std::size_t ii = 0; ii < rows; ++ii) {
               for (std::size_t jj = 0; jj < cols; ++jj)
                 ct[ii * p.ldc + jj] = edge[ii * nr + jj];

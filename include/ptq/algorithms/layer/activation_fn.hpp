@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,11 +120,18 @@ inline constexpr float gelu_inv_sqrt_2pi = 0.39894228040143267794f;  // 1/√(2�
 inline constexpr float gelu_tanh_beta = 0.79788456080286535588f;     // √(2/π)
 inline constexpr float gelu_tanh_kappa = 0.044715f;
 
-// ReLU: NaN propagates (torch's clamp_min does), -0 becomes +0. Written without a short-circuit
-// (z < 0 is false for NaN, and + 0 turns -0 into +0 and changes nothing else) so it compiles to a
-// compare and a select: with a branch, inputs of random sign mispredict half the time.
+// ReLU: NaN propagates (torch's clamp_min does), -0 becomes +0: z is kept exactly when
+// !(z <= 0) (z > 0 or NaN), else +0. Written as a mask on the bits because g++ 12 -O2 compiles
+// every select form of it (z < 0 ? 0 : z, with or without + 0) to a branch, which inputs of
+// random sign mispredict half the time (a third of a Conv2d AdaRound iteration's element-wise
+// time); this is a compare, a borrow and an and.
 [[nodiscard]] inline float relu_f(float z) noexcept {
-  return (z < 0.0f ? 0.0f : z) + 0.0f;
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &z, sizeof bits);
+  bits &= 0U - static_cast<std::uint32_t>(!(z <= 0.0f));
+  float r = 0.0f;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
 }
 [[nodiscard]] inline float relu6_f(float z) noexcept {
   return z > 6.0f ? 6.0f : relu_f(z);

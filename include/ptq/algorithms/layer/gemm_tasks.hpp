@@ -110,7 +110,7 @@ class gemm_task_runner {
   };
 
   /// Tile widths are multiples of 16: whole vectors on every arch, and whole register tiles
-  /// (gemm_nr: 12, 24, 48) but for one sliver per tile.
+  /// (gemm_nr: 12, 24, 32) but for one sliver per tile.
   static constexpr std::size_t tile_align = 16;
 
   kernels::kernel_set k_;

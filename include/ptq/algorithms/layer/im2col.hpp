@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "ptq/core/abi.hpp"
 
@@ -90,9 +91,9 @@ inline void im2col(const window_geometry& g, const float* img, float* col,
           for (std::size_t ox = 0; ox < rx.lo; ++ox)
             d[ox] = 0.0f;
           if (g.stride_w == 1) {
-            const float* r = row + detail::tap_pixel(rx.lo, 1, offx);
-            for (std::size_t ox = rx.lo; ox < rx.hi; ++ox)
-              d[ox] = r[ox - rx.lo];
+            // A run of the row (the compiler cannot vectorize the loop: d and row may overlap).
+            std::memcpy(d + rx.lo, row + detail::tap_pixel(rx.lo, 1, offx),
+                        (rx.hi - rx.lo) * sizeof(float));
           } else {
             for (std::size_t ox = rx.lo; ox < rx.hi; ++ox)
               d[ox] = row[detail::tap_pixel(ox, g.stride_w, offx)];
