@@ -308,6 +308,11 @@ TEST_CASE("ptq calibrate with AdaRound on a ConvTranspose2d with output_padding"
   const auto rec = ptq::try_parse_record(text);
   REQUIRE(rec.ok());
   CHECK(rec.value().find("deconv")->scale_w.size() == 4);  // per output channel
+  // The table's type column is as wide as "ConvTranspose2d" and a space.
+  r = run(base + " --ada-data deconv_x.safetensors --record deconv_record_table.txt");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("type             algorithms") != std::string::npos);
+  CHECK(r.out.find("ConvTranspose2d  ada/ifmr") != std::string::npos);
   // output_padding 2 is not below the stride or the dilation: PyTorch rejects it, so does ptq.
   {
     std::ofstream m("deconv.json");

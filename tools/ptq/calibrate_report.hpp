@@ -145,19 +145,21 @@ inline std::string weight_scale_text(const ptq::layer_report& l) {
 }
 
 inline void print_table(const std::vector<ptq::layer_report>& layers) {
-  // The name and weight-scale columns are as wide as their longest entry (ResNet's
-  // "layer1.0.conv1" is wider than the digits model's names).
-  int name_w = 12, wscale_w = 28;
+  // The name, type and weight-scale columns are as wide as their longest entry (ResNet's
+  // "layer1.0.conv1" is wider than the digits model's names, "ConvTranspose2d" than "Conv2d").
+  int name_w = 12, type_w = 11, wscale_w = 28;
   for (const auto& l : layers) {
     name_w = std::max(name_w, static_cast<int>(l.name.size()) + 2);
+    type_w = std::max(type_w, static_cast<int>(l.type.size()) + 2);
     wscale_w = std::max(wscale_w, static_cast<int>(weight_scale_text(l).size()) + 2);
   }
-  std::cout << std::left << std::setw(name_w) << "layer" << std::setw(11) << "type" << std::setw(14)
-            << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d" << std::setw(9)
-            << "offset_d" << std::setw(wscale_w) << "weight scale" << std::setw(10) << "w SQNR"
+  std::cout << std::left << std::setw(name_w) << "layer" << std::setw(type_w) << "type"
+            << std::setw(14) << "algorithms" << std::setw(7) << "bits" << std::setw(14) << "scale_d"
+            << std::setw(9) << "offset_d" << std::setw(wscale_w) << "weight scale" << std::setw(10)
+            << "w SQNR"
             << "a SQNR\n";
   for (const auto& l : layers) {
-    std::cout << std::left << std::setw(name_w) << l.name << std::setw(11) << l.type
+    std::cout << std::left << std::setw(name_w) << l.name << std::setw(type_w) << l.type
               << std::setw(14) << ptq::algorithms_text(l);
     if (!l.quant_enable) {
       std::cout << std::setw(7) << "" << std::setw(14) << "" << std::setw(9) << ""
