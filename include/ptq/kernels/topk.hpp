@@ -39,17 +39,6 @@ namespace detail {
   return r;
 }
 
-}  // namespace detail
-
-/// Scalar reference. Requires 1 <= k_large, k_small <= n.
-[[nodiscard]] inline extremes_result select_extremes_ref(const float* x, std::size_t n,
-                                                         std::size_t k_large, std::size_t k_small) {
-  std::vector<float> v(x, x + n);
-  return detail::select_extremes_in_place(v.data(), n, k_large, k_small);
-}
-
-namespace detail {
-
 /// Bounded heaps of the k largest (min-heap) and k smallest (max-heap) values seen so far.
 struct extreme_heaps {
   std::size_t kl, ks;
@@ -109,6 +98,13 @@ struct extreme_heaps {
 }
 
 }  // namespace detail
+
+/// Scalar reference. Requires 1 <= k_large, k_small <= n.
+[[nodiscard]] inline extremes_result select_extremes_ref(const float* x, std::size_t n,
+                                                         std::size_t k_large, std::size_t k_small) {
+  std::vector<float> v(x, x + n);
+  return detail::select_extremes_in_place(v.data(), n, k_large, k_small);
+}
 
 /// Scalar reference of collect_extremes_simd: every value into the heaps.
 inline void collect_extremes_ref(const float* x, std::size_t n, detail::extreme_heaps& h) {
