@@ -83,7 +83,8 @@ class gemm_task_runner {
     });
   }
 
-  /// Sizes the per-thread workspaces for nblocks blocks (col_floats of im2col each).
+  /// Sizes the per-thread workspaces for nblocks blocks (col_floats of im2col buffer and scratch
+  /// each).
   void prepare(std::size_t nblocks, std::size_t col_floats) {
     const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
     if (gemm_ws_.size() < nt)

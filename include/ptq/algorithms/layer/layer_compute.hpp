@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "ptq/algorithms/layer/gemm_tasks.hpp"
-#include "ptq/algorithms/layer/im2col.hpp"
 #include "ptq/algorithms/layer/layer_geometry.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/kernels/kernel_set.hpp"
@@ -105,8 +104,8 @@ class layer_compute {
 
   /// The window geometry of the convolution: for Conv2d over its input, for ConvTranspose2d over
   /// its output (the adjoint convolution), per group.
-  [[nodiscard]] detail::window_geometry windows() const noexcept {
-    detail::window_geometry w;
+  [[nodiscard]] kernels::window_geometry windows() const noexcept {
+    kernels::window_geometry w;
     const bool conv = g_.type == layer_type::conv2d;
     w.channels = (conv ? g_.in_channels : g_.out_channels) / g_.groups;
     w.img_h = conv ? g_.in_h : oh_;
@@ -126,16 +125,17 @@ class layer_compute {
 
   /// col_[grp][rows, n*P] = im2col of every sample's group grp of `img` ([n, C, H, W]).
   void gather(const float* img, std::size_t n) {
-    const detail::window_geometry w = windows();
+    const kernels::window_geometry w = windows();
     const std::size_t plane = w.img_h * w.img_w, P = w.out_h * w.out_w;
     const std::size_t rows = w.channels * w.kernel_h * w.kernel_w, ld = n * P;
     const std::size_t groups = g_.groups, cimg = w.channels * groups;
     col_.resize(groups * rows * ld);
     float* col = col_.data();
-    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
+    tasks_.prepare(n * groups, kernels::im2col_scratch_floats(w));
+    tasks_.run_blocks(n * groups, [&](std::size_t b, std::size_t t) {
       const std::size_t s = b / groups, grp = b % groups;
-      detail::im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P,
-                     ld);
+      k_.im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P, ld,
+                tasks_.thread_col(t));
     });
   }
 
@@ -180,7 +180,7 @@ class layer_compute {
       forward_depthwise(x, n, w, bias, y);
       return;
     }
-    const detail::window_geometry win = windows();
+    const kernels::window_geometry win = windows();
     const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
     const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
     const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w;
@@ -188,11 +188,11 @@ class layer_compute {
       forward_conv_batched(x, n, w, bias, y);
       return;
     }
-    tasks_.prepare(n * groups, kdim * P);
+    tasks_.prepare(n * groups, kdim * P + kernels::im2col_scratch_floats(win));
     tasks_.run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
       const std::size_t s = blk / groups, grp = blk % groups;
       float* col = tasks_.thread_col(t);
-      detail::im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P);
+      k_.im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P, col + kdim * P);
       kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col[kdim, P]
       p.m = cout_g;
       p.n = P;
@@ -252,7 +252,7 @@ class layer_compute {
   /// k-ordered sum over all samples, whatever the chunking and the thread count.
   void weight_grad_chunked(const float* img, const float* a, std::size_t a_channels, std::size_t n,
                            float* dw) {
-    const detail::window_geometry win = windows();
+    const kernels::window_geometry win = windows();
     const std::size_t groups = g_.groups, m = a_channels / groups;
     const std::size_t P = win.out_h * win.out_w,
                       img_sample = win.channels * groups * win.img_h * win.img_w;
@@ -373,7 +373,7 @@ class layer_compute {
       tasks_.add(p, nullptr, nullptr, groups);
     }
     tasks_.run();
-    const detail::window_geometry win = windows();
+    const kernels::window_geometry win = windows();
     const std::size_t P = oh_ * ow_;
     const float* col = col_.data();
     const std::size_t cout = g_.out_channels;
@@ -384,7 +384,7 @@ class layer_compute {
         const float v = bias == nullptr ? 0.0f : bias[grp * cout_g + c];
         std::fill(img + c * P, img + (c + 1) * P, v);
       }
-      detail::col2im(win, col + grp * rows * ld + s * HW, ld, img);
+      kernels::col2im(win, col + grp * rows * ld + s * HW, ld, img);
     });
   }
 
@@ -399,7 +399,7 @@ class layer_compute {
   std::size_t oh_ = 0;
   std::size_t ow_ = 0;
   detail::gemm_task_runner tasks_;
-  std::vector<float> col_;  // detail::im2col of a chunk of samples (or the transpose's GEMM output)
+  std::vector<float> col_;  // im2col of a chunk of samples (or the transpose's GEMM output)
   std::vector<float> cat_;  // samples side by side
 };
 
