@@ -1,21 +1,27 @@
-// im2col of every kernel set equals the scalar reference bit for bit (a copy: NaN payloads and
-// signed zeros included) on random window geometries: strides, dilations, paddings wider than
-// the kernel, windows that stop short of the image's far edge or run past it, and several
-// samples side by side (ldcol); nothing is written outside col's rows or the scratch it asks for.
-// The reference itself against a hand-derived gather.
+// The convolution's windows as a GEMM operand (kernels/windows.hpp, im2col.hpp): im2col_ref
+// against a hand-derived gather; pad_windows of every kernel set equals the reference bit for bit
+// (a copy: NaN payloads and signed zeros included) in both layouts; and a GEMM whose B is read
+// from the windows equals, bit for bit, the reference GEMM over the explicit im2col matrix
+// (windows as columns) or its transpose with the rows in (tap, channel) order (windows as rows),
+// on every kernel set: random geometries with strides, dilations, paddings wider than the
+// kernel, windows that stop short of the image's far edge or run past it, several samples,
+// column tiles (j0) and k across the cache blocks.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
-#include "kernel_sets.hpp"
+#include "arch_kernels.hpp"
 #include "ptq/kernels/im2col.hpp"
 
 namespace {
 
+using ptq::kernels::gemm_problem;
+using ptq::kernels::gemm_windows;
 using ptq::kernels::window_geometry;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -28,22 +34,22 @@ std::size_t conv_out(std::size_t in, std::size_t k, std::size_t s, std::size_t p
   return in + 2 * pad < span ? 0 : (in + 2 * pad - span) / s + 1;
 }
 
-window_geometry random_geometry(std::mt19937& rng) {
+window_geometry random_geometry(std::mt19937& rng, std::size_t max_channels) {
   auto pick = [&](std::size_t lo, std::size_t hi) {
     return std::uniform_int_distribution<std::size_t>(lo, hi)(rng);
   };
   window_geometry g;
-  g.channels = pick(1, 3);
-  g.img_h = pick(1, 20);
-  g.img_w = pick(1, 40);
-  g.kernel_h = pick(1, 5);
-  g.kernel_w = pick(1, 5);
+  g.channels = pick(1, max_channels);
+  g.img_h = pick(1, 14);
+  g.img_w = pick(1, 30);
+  g.kernel_h = pick(1, 4);
+  g.kernel_w = pick(1, 4);
   g.stride_h = pick(1, 3);
-  g.stride_w = pick(1, 3);
-  g.pad_h = pick(0, 1) == 0 ? 0 : pick(1, 6);
-  g.pad_w = pick(0, 1) == 0 ? 0 : pick(1, 6);
-  g.dilation_h = pick(1, 3);
-  g.dilation_w = pick(1, 3);
+  g.stride_w = pick(0, 2) == 0 ? pick(2, 3) : 1;
+  g.pad_h = pick(0, 1) == 0 ? 0 : pick(1, 5);
+  g.pad_w = pick(0, 1) == 0 ? 0 : pick(1, 5);
+  g.dilation_h = pick(1, 2);
+  g.dilation_w = pick(0, 2) == 0 ? 2 : 1;
   g.out_h = conv_out(g.img_h, g.kernel_h, g.stride_h, g.pad_h, g.dilation_h);
   g.out_w = conv_out(g.img_w, g.kernel_w, g.stride_w, g.pad_w, g.dilation_w);
   // Sometimes fewer windows (the far edge unread) or more (past the image: a transpose's
@@ -58,21 +64,64 @@ window_geometry random_geometry(std::mt19937& rng) {
   return g;
 }
 
-std::vector<float> random_image(std::size_t n, std::mt19937& rng) {
+/// Normal values with signed zeros, and (`nan`) one NaN with a payload that a copy must keep.
+std::vector<float> random_floats(std::size_t n, std::mt19937& rng, bool nan = false) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::uniform_int_distribution<int> pick(0, 19);
   std::vector<float> v(n);
-  std::uint32_t nan_bits = 0x7fc01234U;
+  const std::uint32_t nan_bits = 0x7fc01234U;
   float nan_payload = 0.0f;
   std::memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
   for (auto& x : v) {
     const int p = pick(rng);
-    x = p == 0 ? -0.0f : p == 1 ? nan_payload : nd(rng);
+    x = p == 0 ? -0.0f : p == 1 ? 0.0f : nd(rng);
   }
+  if (nan && !v.empty())
+    v[n / 2] = nan_payload;
   return v;
 }
 
+std::string describe(const window_geometry& g) {
+  std::ostringstream o;
+  o << g.channels << "x" << g.img_h << "x" << g.img_w << " kernel " << g.kernel_h << "x"
+    << g.kernel_w << " stride " << g.stride_h << "," << g.stride_w << " pad " << g.pad_h << ","
+    << g.pad_w << " dilation " << g.dilation_h << "," << g.dilation_w << " out " << g.out_h << "x"
+    << g.out_w;
+  return o.str();
+}
+
 constexpr float sentinel = 12345.0f;
+
+/// The samples' padded planes, as pad_windows_ref lays them out.
+std::vector<float> padded(const window_geometry& g, const std::vector<float>& img,
+                          std::size_t samples, bool pixel_major) {
+  const std::size_t sf = ptq::kernels::padded_sample_floats(g);
+  const std::size_t in = g.channels * g.img_h * g.img_w;
+  std::vector<float> planes(samples * sf);
+  for (std::size_t s = 0; s < samples; ++s)
+    ptq::kernels::pad_windows_ref(g, pixel_major, img.data() + s * in, planes.data() + s * sf);
+  return planes;
+}
+
+/// The explicit B the windows stand for, row-major [k, n] (ldb = n), from im2col_ref.
+std::vector<float> explicit_b(const window_geometry& g, const std::vector<float>& img,
+                              std::size_t samples, bool pixel_major) {
+  const std::size_t P = g.out_h * g.out_w, taps = g.kernel_h * g.kernel_w;
+  const std::size_t kdim = g.channels * taps, in = g.channels * g.img_h * g.img_w;
+  std::vector<float> col(kdim * samples * P);
+  for (std::size_t s = 0; s < samples; ++s)
+    ptq::kernels::im2col_ref(g, img.data() + s * in, col.data() + s * P, samples * P);
+  if (!pixel_major)
+    return col;
+  std::vector<float> rows(samples * P * kdim);
+  for (std::size_t q = 0; q < samples * P; ++q) {
+    for (std::size_t t = 0; t < taps; ++t) {
+      for (std::size_t c = 0; c < g.channels; ++c)
+        rows[q * kdim + t * g.channels + c] = col[(c * taps + t) * samples * P + q];
+    }
+  }
+  return rows;
+}
 
 }  // namespace
 
@@ -94,40 +143,99 @@ TEST_CASE("im2col reference: a hand-derived 3x3 image, 2x2 kernel, padding 1, st
       1, 3, 7, 9,  // tap (1, 1)
   };
   std::vector<float> col(16, sentinel);
-  ptq::kernels::im2col_ref(g, img.data(), col.data(), 4, nullptr);
+  ptq::kernels::im2col_ref(g, img.data(), col.data(), 4);
   CHECK(col == want);
-  for (const auto& k : ptq_test::available_kernel_sets()) {
-    INFO(k.arch_name);
-    std::vector<float> scratch(ptq::kernels::im2col_scratch_floats(g));
-    std::vector<float> c(16, sentinel);
-    k.im2col(g, img.data(), c.data(), 4, scratch.data());
-    CHECK(c == want);
+  // The padded plane reaches the last tap of the last window: rows and columns -1..2.
+  const std::vector<float> plane = {0, 0, 0, 0, 0, 1, 2, 3, 0, 4, 5, 6, 0, 7, 8, 9};
+  CHECK(ptq::kernels::padded_sample_floats(g) == 16);
+  std::vector<float> out(16, sentinel);
+  ptq::kernels::pad_windows_ref(g, false, img.data(), out.data());
+  CHECK(out == plane);
+}
+
+TEST_CASE("pad_windows of every kernel set equals the reference bit for bit", "[im2col]") {
+  std::mt19937 rng(41);
+  for (int iter = 0; iter < 300; ++iter) {
+    const window_geometry g = random_geometry(rng, 9);
+    const auto img = random_floats(g.channels * g.img_h * g.img_w, rng, true);
+    const std::size_t sf = ptq::kernels::padded_sample_floats(g);
+    for (const bool pixel_major : {false, true}) {
+      std::vector<float> want(sf + 16, sentinel);
+      ptq::kernels::pad_windows_ref(g, pixel_major, img.data(), want.data());
+      for (const auto& k : ptq_test::available_kernel_sets()) {
+        INFO("iteration " << iter << " arch " << k.arch_name << " pixel-major " << pixel_major
+                          << ": " << describe(g));
+        std::vector<float> got(sf + 16, sentinel);
+        k.pad_windows(g, pixel_major, img.data(), got.data());
+        REQUIRE(same_bits(got, want));  // the sentinels past sf included
+      }
+    }
   }
 }
 
-TEST_CASE("im2col of every kernel set equals the reference bit for bit", "[im2col]") {
-  std::mt19937 rng(41);
-  for (int iter = 0; iter < 400; ++iter) {
-    const window_geometry g = random_geometry(rng);
-    const std::size_t P = g.out_h * g.out_w;
-    const std::size_t rows = g.channels * g.kernel_h * g.kernel_w;
-    const std::size_t ldcol = P + (iter % 3) * 5;  // several samples side by side
-    const auto img = random_image(g.channels * g.img_h * g.img_w, rng);
-    std::vector<float> want(rows * ldcol, sentinel);
-    ptq::kernels::im2col_ref(g, img.data(), want.data(), ldcol, nullptr);
-    for (const auto& k : ptq_test::available_kernel_sets()) {
-      INFO("iteration " << iter << " arch " << k.arch_name << ": " << g.channels << "x" << g.img_h
-                        << "x" << g.img_w << " kernel " << g.kernel_h << "x" << g.kernel_w
-                        << " stride " << g.stride_h << "," << g.stride_w << " pad " << g.pad_h
-                        << "," << g.pad_w << " dilation " << g.dilation_h << "," << g.dilation_w
-                        << " out " << g.out_h << "x" << g.out_w);
-      const std::size_t need = ptq::kernels::im2col_scratch_floats(g);
-      std::vector<float> scratch(need + 16, sentinel);
-      std::vector<float> col(rows * ldcol, sentinel);
-      k.im2col(g, img.data(), col.data(), ldcol, scratch.data());
-      REQUIRE(same_bits(col, want));
-      for (std::size_t i = need; i < scratch.size(); ++i)
-        REQUIRE(scratch[i] == sentinel);
+TEST_CASE("a GEMM reading B from windows equals the GEMM over the explicit im2col, bit for bit",
+          "[im2col][gemm]") {
+  std::mt19937 rng(43);
+  std::uniform_int_distribution<std::size_t> pick_m(1, 19), pick_s(1, 3);
+  for (int iter = 0; iter < 160; ++iter) {
+    const bool pixel_major = iter % 2 == 1;
+    // Windows as rows have k = samples x positions, which crosses the 256-deep k blocks; as
+    // columns k = channels x taps, so some cases get many channels.
+    const window_geometry g = random_geometry(rng, iter % 5 == 0 ? 40 : 6);
+    const std::size_t samples = pick_s(rng), P = g.out_h * g.out_w;
+    const std::size_t kdim = g.channels * g.kernel_h * g.kernel_w;
+    const std::size_t k = pixel_major ? samples * P : kdim, n = pixel_major ? kdim : samples * P;
+    if (k == 0 || n == 0)
+      continue;
+    const std::size_t m = pick_m(rng);
+    const auto img = random_floats(samples * g.channels * g.img_h * g.img_w, rng);
+    const auto a = random_floats(m * k, rng);
+    const auto c0 = random_floats(m * n, rng);
+    const auto planes = padded(g, img, samples, pixel_major);
+    const auto b = explicit_b(g, img, samples, pixel_major);
+    // A tile of the columns [j0, n), as gemm_tasks hands out.
+    const std::size_t j0 = iter % 3 == 0 ? n / 3 : 0;
+    gemm_windows w;
+    w.g = g;
+    w.planes = planes.data();
+    w.samples = samples;
+    w.pixel_major = pixel_major;
+    w.j0 = j0;
+    for (const bool acc : {false, true}) {
+      gemm_problem ex;  // over the explicit matrix
+      ex.m = m;
+      ex.n = n - j0;
+      ex.k = k;
+      ex.a = a.data();
+      ex.lda = k;
+      ex.b = b.data() + j0;
+      ex.ldb = n;
+      ex.ldc = n;
+      ex.accumulate = acc;
+      gemm_problem win = ex;
+      win.b = nullptr;
+      win.ldb = 0;
+      win.b_windows = &w;
+      for (const bool fused : {false, true}) {
+        std::vector<float> want = c0, got = c0;
+        ex.c = want.data();
+        win.c = got.data();
+        ptq::kernels::gemm_ref(ex, fused);
+        ptq::kernels::gemm_ref(win, fused);
+        INFO("iteration " << iter << " reference, fused " << fused << ": " << describe(g));
+        REQUIRE(same_bits(got, want));
+      }
+      for (const auto& ak : ptq_layers_test::available_kernels()) {
+        INFO("iteration " << iter << " arch " << ak.set.arch_name << " accumulate " << acc
+                          << " pixel-major " << pixel_major << " m " << m << " j0 " << j0 << ": "
+                          << describe(g));
+        std::vector<float> want = c0, got = c0;
+        ex.c = want.data();
+        win.c = got.data();
+        ptq::kernels::gemm_ref(ex, ak.fused);
+        ak.set.gemm(win, nullptr);
+        REQUIRE(same_bits(got, want));
+      }
     }
   }
 }

@@ -117,17 +117,27 @@ TEST_CASE("every input of every command is checked against its outputs", "[cli][
 
 TEST_CASE("two runs writing the same outputs leave one run's set: the commit waits its turn",
           "[cli][outputs]") {
-  // Another run holds the folder's lock (flock, as ptq's commit does): this run computes, writes
-  // its temporary files, and renames only after the lock is released.
+  // Another run holds the folder's lock (flock, as ptq's commit does) until told to let go:
+  // this run computes, writes its temporary files, and renames only after the lock is released.
+  // No fixed sleeps: on a loaded machine the run may take seconds to reach its commit.
   fresh_dir("locked");
+  fs::remove("locked.ready");
+  fs::remove("locked.go");
   const auto r = ptq_test::run_shell_command(
-      "bash -c 'flock locked sleep 3 & lock=$!; sleep 0.5; " + std::string(PTQ_CLI_PATH) +
-      " calibrate --quiet --record locked/r.txt --quant-config locked/q.json "
-      ">/dev/null & pid=$!; sleep 2; ls locked | grep -c \"\\.tmp\\.\"; "
-      "ls locked | grep -vc \"\\.tmp\\.\"; wait $pid; echo rc=$?; ls locked'");
+      "bash -c 'flock locked sh -c \"touch locked.ready; while [ ! -e locked.go ]; do sleep "
+      "0.05; done\" & lock=$!; "
+      "for i in $(seq 1200); do [ -e locked.ready ] && break; sleep 0.05; done; " +
+      std::string(PTQ_CLI_PATH) +
+      " calibrate --quiet --record locked/r.txt --quant-config locked/q.json >/dev/null & pid=$!; "
+      "for i in $(seq 1200); do [ $(ls locked | grep -c \"\\.tmp\\.\") -ge 2 ] && break; "
+      "sleep 0.05; done; "
+      "ls locked | grep -c \"\\.tmp\\.\"; ls locked | grep -vc \"\\.tmp\\.\"; "
+      "touch locked.go; wait $pid; echo rc=$?; wait $lock; ls locked'");
   // Two temporary files and no output while the lock is held; then the outputs, complete.
   CHECK(r.out == "2\n0\nrc=0\nq.json\nr.txt\n");
   fs::remove_all("locked");
+  fs::remove("locked.ready");
+  fs::remove("locked.go");
 }
 
 TEST_CASE("an interrupted commit of many outputs leaves none of its temporary files",

@@ -18,6 +18,7 @@
 
 #include "ptq/core/abi.hpp"
 #include "ptq/kernels/simd_support.hpp"
+#include "ptq/kernels/windows.hpp"
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
@@ -39,6 +40,8 @@ struct gemm_problem {
   float* c = nullptr;
   std::size_t ldc = 0;
   bool accumulate = false;
+  /// When set, B is read from these windows (windows.hpp) instead of b, ldb and trans_b.
+  const gemm_windows* b_windows = nullptr;
 };
 
 /// Cache blocking of the SIMD kernel (the same on every arch): a kc x mc block of A stays in L2,
@@ -67,11 +70,11 @@ template <bool Fused>
 /// every translation unit compiles the same branch-free loop whichever inline copy the linker
 /// keeps (the branchy loop was vectorized in some units and not in others, 2.5x apart). Four
 /// independent sums are the same sums: nothing is reassociated.
-template <bool Fused>
-inline void gemm_ref_loop(const gemm_problem& p) noexcept {
+/// b_at(q, j) = B(q, j).
+template <bool Fused, class BAt>
+inline void gemm_ref_loop(const gemm_problem& p, const BAt& b_at) noexcept {
   constexpr std::size_t w = 4;
   const std::size_t a_i = p.trans_a ? 1 : p.lda, a_q = p.trans_a ? p.lda : 1;
-  const std::size_t b_q = p.trans_b ? 1 : p.ldb, b_j = p.trans_b ? p.ldb : 1;
   for (std::size_t i = 0; i < p.m; ++i) {
     const float* a = p.a + i * a_i;
     float* c = p.c + i * p.ldc;
@@ -80,23 +83,36 @@ inline void gemm_ref_loop(const gemm_problem& p) noexcept {
       float acc[w];
       for (std::size_t t = 0; t < w; ++t)
         acc[t] = p.accumulate ? c[j + t] : 0.0f;
-      const float* b = p.b + j * b_j;
       for (std::size_t q = 0; q < p.k; ++q) {
         const float x = a[q * a_q];
         for (std::size_t t = 0; t < w; ++t)
-          acc[t] = ref_madd<Fused>(x, b[t * b_j + q * b_q], acc[t]);
+          acc[t] = ref_madd<Fused>(x, b_at(q, j + t), acc[t]);
       }
       for (std::size_t t = 0; t < w; ++t)
         c[j + t] = acc[t];
     }
     for (; j < p.n; ++j) {
       float acc = p.accumulate ? c[j] : 0.0f;
-      const float* b = p.b + j * b_j;
       for (std::size_t q = 0; q < p.k; ++q)
-        acc = ref_madd<Fused>(a[q * a_q], b[q * b_q], acc);
+        acc = ref_madd<Fused>(a[q * a_q], b_at(q, j), acc);
       c[j] = acc;
     }
   }
+}
+
+template <bool Fused>
+inline void gemm_ref_any(const gemm_problem& p) noexcept {
+  if (p.b_windows != nullptr) {
+    const window_index ix(*p.b_windows);
+    const float* planes = p.b_windows->planes;
+    const std::size_t j0 = p.b_windows->j0;
+    gemm_ref_loop<Fused>(p, [&](std::size_t q, std::size_t j) {
+      return planes[ix.row_offset(q) + ix.column_offset(j0 + j)];
+    });
+    return;
+  }
+  const std::size_t b_q = p.trans_b ? 1 : p.ldb, b_j = p.trans_b ? p.ldb : 1;
+  gemm_ref_loop<Fused>(p, [&](std::size_t q, std::size_t j) { return p.b[j * b_j + q * b_q]; });
 }
 
 }  // namespace detail
@@ -104,18 +120,18 @@ inline void gemm_ref_loop(const gemm_problem& p) noexcept {
 /// Scalar reference, with `fused` = whether each multiply-add is one rounding (std::fma).
 inline void gemm_ref(const gemm_problem& p, bool fused) noexcept {
   if (fused) {
-    detail::gemm_ref_loop<true>(p);
+    detail::gemm_ref_any<true>(p);
   } else {
-    detail::gemm_ref_loop<false>(p);
+    detail::gemm_ref_any<false>(p);
   }
 }
 
 /// The references in kernel_set form (the workspace is unused).
 inline void gemm_ref_unfused(const gemm_problem& p, float* /*workspace*/) {
-  detail::gemm_ref_loop<false>(p);
+  detail::gemm_ref_any<false>(p);
 }
 inline void gemm_ref_fused(const gemm_problem& p, float* /*workspace*/) {
-  detail::gemm_ref_loop<true>(p);
+  detail::gemm_ref_any<true>(p);
 }
 
 /// Whether the SIMD kernel of Arch uses a fused multiply-add (and so equals gemm_ref(p, true)):
@@ -339,7 +355,11 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
     for (std::size_t pc = 0; pc < p.k; pc += gemm_kc) {
       const std::size_t kb = p.k - pc < gemm_kc ? p.k - pc : gemm_kc;
       const bool load = p.accumulate || pc > 0;  // later k blocks continue the stored sums
-      detail::gemm_pack_b<Arch>(p, jc, nb, pc, kb, bpack);
+      if (p.b_windows != nullptr) {
+        detail::gemm_pack_b_windows<Arch, nr>(*p.b_windows, jc, nb, pc, kb, bpack);
+      } else {
+        detail::gemm_pack_b<Arch>(p, jc, nb, pc, kb, bpack);
+      }
       for (std::size_t ic = 0; ic < p.m; ic += gemm_mc) {
         const std::size_t mb = p.m - ic < gemm_mc ? p.m - ic : gemm_mc;
         detail::gemm_pack_a<Arch>(p, ic, mb, pc, kb, apack);

@@ -63,10 +63,9 @@ struct kernel_set {
                       const hfmg_loss_params&) noexcept = nullptr;
   /// Single-precision GEMM (gemm.hpp); the reference set has the unfused reference.
   void (*gemm)(const gemm_problem&, float*) = nullptr;
-  /// The convolution's window gather (im2col.hpp; scratch: im2col_scratch_floats); a copy, the
+  /// The zero-padded planes a GEMM reads windows from (im2col.hpp, windows.hpp); a copy, the
   /// same bits in every set.
-  void (*im2col)(const window_geometry&, const float*, float*, std::size_t,
-                 float*) noexcept = nullptr;
+  void (*pad_windows)(const window_geometry&, bool, const float*, float*) noexcept = nullptr;
   /// Depthwise Conv2d without im2col (depthwise.hpp): the sums of `gemm` over the im2col.
   void (*depthwise_forward)(const depthwise_problem&, const float*, const float*, const float*,
                             std::size_t, std::size_t, float*, float*) noexcept = nullptr;
@@ -93,7 +92,7 @@ struct kernel_set {
   k.collect_extremes = &collect_extremes_ref;
   k.hfmg_loss = &hfmg_loss_ref;
   k.gemm = &gemm_ref_unfused;
-  k.im2col = &im2col_ref;
+  k.pad_windows = &pad_windows_ref;
   k.depthwise_forward = &depthwise_forward_ref;
   k.depthwise_weight_grad = &depthwise_weight_grad_ref;
   k.ada_soft_weight = &ada_soft_weight_ref;
@@ -120,7 +119,7 @@ kernel_set make_kernel_set() noexcept {
   k.collect_extremes = &collect_extremes_simd<Arch>;
   k.hfmg_loss = &hfmg_loss_simd<Arch>;
   k.gemm = &gemm_simd<Arch>;
-  k.im2col = &im2col_simd<Arch>;
+  k.pad_windows = &pad_windows_simd<Arch>;
   k.depthwise_forward = &depthwise_forward_arch<Arch>;
   k.depthwise_weight_grad = &depthwise_weight_grad_arch<Arch>;
   k.ada_soft_weight = &ada_soft_weight_simd<Arch>;

@@ -1,6 +1,6 @@
 // The GEMM task runner of the layer arithmetic (layer_compute.hpp): a list of GEMM tiles, each
 // with an optional bias, run on up to `threads` threads with one packing workspace (and one
-// im2col buffer) per thread. Tiles split only the output columns, so every C element is one
+// scratch buffer) per thread. Tiles split only the output columns, so every C element is one
 // GEMM call's k-ordered sum and the result does not depend on the thread count.
 // Depends on: core and kernels.
 #pragma once
@@ -48,7 +48,14 @@ class gemm_task_runner {
       gemm_task t;
       t.p = p;
       t.p.n = std::min(cols, p.n - j0);
-      t.p.b = p.trans_b ? p.b + j0 * p.ldb : p.b + j0;
+      if (p.b_windows != nullptr) {  // kept in the task: the caller's may not outlive run()
+        t.windows = *p.b_windows;
+        t.windows.j0 += j0;
+        t.p.b_windows = nullptr;
+        t.has_windows = true;
+      } else {
+        t.p.b = p.trans_b ? p.b + j0 * p.ldb : p.b + j0;
+      }
       t.p.c = p.c + j0;
       t.row_bias = row_bias;
       t.col_bias = col_bias == nullptr ? nullptr : col_bias + j0;
@@ -61,6 +68,8 @@ class gemm_task_runner {
     prepare(tasks_.size(), 0);
     run_blocks(tasks_.size(), [this](std::size_t b, std::size_t t) {
       gemm_task task = tasks_[b];
+      if (task.has_windows)
+        task.p.b_windows = &task.windows;
       if (task.row_bias != nullptr || task.col_bias != nullptr) {
         for (std::size_t i = 0; i < task.p.m; ++i) {
           float* row = task.p.c + i * task.p.ldc;
@@ -83,23 +92,23 @@ class gemm_task_runner {
     });
   }
 
-  /// Sizes the per-thread workspaces for nblocks blocks (col_floats of im2col buffer and scratch
-  /// each).
-  void prepare(std::size_t nblocks, std::size_t col_floats) {
+  /// Sizes the per-thread workspaces for nblocks blocks (buffer_floats of buffer each).
+  void prepare(std::size_t nblocks, std::size_t buffer_floats) {
     const std::size_t nt = std::min<std::size_t>(threads_, std::max<std::size_t>(nblocks, 1));
     if (gemm_ws_.size() < nt)
       gemm_ws_.resize(nt);
-    if (thread_col_.size() < nt)
-      thread_col_.resize(nt);
+    if (thread_buf_.size() < nt)
+      thread_buf_.resize(nt);
     for (std::size_t t = 0; t < nt; ++t) {
       gemm_ws_[t].resize(kernels::gemm_workspace_floats);
-      if (thread_col_[t].size() < col_floats)
-        thread_col_[t].resize(col_floats);
+      if (thread_buf_[t].size() < buffer_floats)
+        thread_buf_[t].resize(buffer_floats);
     }
   }
 
-  /// Thread t's im2col buffer and GEMM packing workspace (after prepare()).
-  [[nodiscard]] float* thread_col(std::size_t t) noexcept { return thread_col_[t].data(); }
+  /// Thread t's buffer (the padded planes of the sample it works on) and GEMM packing workspace
+  /// (after prepare()).
+  [[nodiscard]] float* thread_buffer(std::size_t t) noexcept { return thread_buf_[t].data(); }
   [[nodiscard]] float* gemm_workspace(std::size_t t) noexcept { return gemm_ws_[t].data(); }
 
  private:
@@ -108,6 +117,8 @@ class gemm_task_runner {
     kernels::gemm_problem p;
     const float* row_bias = nullptr;
     const float* col_bias = nullptr;
+    kernels::gemm_windows windows;  // B's windows, when has_windows
+    bool has_windows = false;
   };
 
   /// Tile widths are multiples of 16: whole vectors on every arch, and whole register tiles
@@ -118,7 +129,7 @@ class gemm_task_runner {
   unsigned threads_ = 1;
   std::vector<gemm_task> tasks_;
   std::vector<std::vector<float>> gemm_ws_;     // one packing workspace per thread
-  std::vector<std::vector<float>> thread_col_;  // one im2col buffer per thread
+  std::vector<std::vector<float>> thread_buf_;  // one scratch buffer per thread
 };
 
 }  // namespace detail

@@ -1,6 +1,8 @@
 // The layer arithmetic of AdaRound (docs/ada.md, Optimisation): forward pass and weight gradient of
-// Linear, Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set (im2col / col2im
-// for the convolutions). Results are bit-identical for every thread count: threads only split the
+// Linear, Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set. A convolution's
+// GEMM reads its input's windows where they lie, in zero-padded planes (kernels/windows.hpp: no
+// im2col matrix); ConvTranspose2d's forward scatters with col2im. Results are bit-identical for
+// every thread count: threads only split the
 // GEMM outputs into independent tiles (each C element is computed by one GEMM call, whatever the
 // tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
 // along the GEMM's k axis (samples concatenated), so it has one fixed order.
@@ -123,20 +125,30 @@ class layer_compute {
     return w;
   }
 
-  /// col_[grp][rows, n*P] = im2col of every sample's group grp of `img` ([n, C, H, W]).
-  void gather(const float* img, std::size_t n) {
+  /// planes_[grp] = the zero-padded planes (kernels::pad_windows) of every sample's group grp of
+  /// `img` ([n, C, H, W]), the samples one after the other: what the GEMMs read the windows from.
+  void pad_samples(const float* img, std::size_t n, bool pixel_major) {
     const kernels::window_geometry w = windows();
-    const std::size_t plane = w.img_h * w.img_w, P = w.out_h * w.out_w;
-    const std::size_t rows = w.channels * w.kernel_h * w.kernel_w, ld = n * P;
-    const std::size_t groups = g_.groups, cimg = w.channels * groups;
-    col_.resize(groups * rows * ld);
-    float* col = col_.data();
-    tasks_.prepare(n * groups, kernels::im2col_scratch_floats(w));
-    tasks_.run_blocks(n * groups, [&](std::size_t b, std::size_t t) {
+    const std::size_t plane = w.img_h * w.img_w, groups = g_.groups, cimg = w.channels * groups;
+    const std::size_t sf = kernels::padded_sample_floats(w);
+    planes_.resize(groups * n * sf);
+    float* out = planes_.data();
+    const auto pad = k_.pad_windows;
+    tasks_.run_blocks(n * groups, [=](std::size_t b, std::size_t) {
       const std::size_t s = b / groups, grp = b % groups;
-      k_.im2col(w, img + (s * cimg + grp * w.channels) * plane, col + grp * rows * ld + s * P, ld,
-                tasks_.thread_col(t));
+      pad(w, pixel_major, img + (s * cimg + grp * w.channels) * plane, out + (grp * n + s) * sf);
     });
+  }
+
+  /// The windows of group grp of the n samples pad_samples laid out.
+  [[nodiscard]] kernels::gemm_windows padded_windows(std::size_t grp, std::size_t n,
+                                                     bool pixel_major) const noexcept {
+    kernels::gemm_windows gw;
+    gw.g = windows();
+    gw.planes = planes_.data() + grp * n * kernels::padded_sample_floats(gw.g);
+    gw.samples = n;
+    gw.pixel_major = pixel_major;
+    return gw;
   }
 
   void forward_linear(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
@@ -171,10 +183,10 @@ class layer_compute {
     tasks_.run();
   }
 
-  /// Small images (the im2col of all samples fits in grad_chunk_floats): one GEMM per group over
+  /// Small images (all samples' im2col would fit in grad_chunk_floats): one GEMM per group over
   /// all samples side by side, then a copy into [n, cout, P]. Otherwise one task per (sample,
-  /// group), its im2col in the thread's buffer, still in cache when the GEMM reads it. Both
-  /// compute each output as the same k-ordered sum, so they give the same bits.
+  /// group), its padded planes in the thread's buffer, still in cache when the GEMM reads them.
+  /// Both compute each output as the same k-ordered sum, so they give the same bits.
   void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
     if (depthwise()) {
       forward_depthwise(x, n, w, bias, y);
@@ -188,19 +200,21 @@ class layer_compute {
       forward_conv_batched(x, n, w, bias, y);
       return;
     }
-    tasks_.prepare(n * groups, kdim * P + kernels::im2col_scratch_floats(win));
+    tasks_.prepare(n * groups, kernels::padded_sample_floats(win));
     tasks_.run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
       const std::size_t s = blk / groups, grp = blk % groups;
-      float* col = tasks_.thread_col(t);
-      k_.im2col(win, x + (s * g_.in_channels + grp * cin_g) * plane, col, P, col + kdim * P);
-      kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · col[kdim, P]
+      float* planes = tasks_.thread_buffer(t);
+      k_.pad_windows(win, false, x + (s * g_.in_channels + grp * cin_g) * plane, planes);
+      kernels::gemm_windows gw;
+      gw.g = win;
+      gw.planes = planes;
+      kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · im2col[kdim, P]
       p.m = cout_g;
       p.n = P;
       p.k = kdim;
       p.a = w + grp * cout_g * kdim;
       p.lda = kdim;
-      p.b = col;
-      p.ldb = P;
+      p.b_windows = &gw;
       p.c = y + (s * g_.out_channels + grp * cout_g) * P;
       p.ldc = P;
       if (bias != nullptr) {
@@ -216,18 +230,18 @@ class layer_compute {
                             float* y) {
     const std::size_t groups = g_.groups, cout_g = g_.out_channels / groups, P = oh_ * ow_;
     const std::size_t kdim = (g_.in_channels / groups) * g_.kernel_h * g_.kernel_w, ld = n * P;
-    gather(x, n);
+    pad_samples(x, n, false);
     cat_.resize(g_.out_channels * ld);
     tasks_.clear();
     for (std::size_t grp = 0; grp < groups; ++grp) {
-      kernels::gemm_problem p;  // Ycat_g[cout_g, n*P] = W_g[cout_g, kdim] · col_g[kdim, n*P]
+      kernels::gemm_problem p;  // Ycat_g[cout_g, n*P] = W_g[cout_g, kdim] · im2col_g[kdim, n*P]
       p.m = cout_g;
       p.n = ld;
       p.k = kdim;
       p.a = w + grp * cout_g * kdim;
       p.lda = kdim;
-      p.b = col_.data() + grp * kdim * ld;
-      p.ldb = ld;
+      const kernels::gemm_windows gw = padded_windows(grp, n, false);
+      p.b_windows = &gw;
       p.c = cat_.data() + grp * cout_g * ld;
       p.ldc = ld;
       tasks_.add(p, bias == nullptr ? nullptr : bias + grp * cout_g, nullptr, groups);
@@ -241,51 +255,62 @@ class layer_compute {
     });
   }
 
-  /// Samples gathered per chunk of the weight gradient (about 4 MB of im2col, so it stays in
-  /// the last-level cache between the gather and the GEMMs).
+  /// Floats of padded planes and A per chunk of the weight gradient (about 4 MB, so that they
+  /// stay in the last-level cache between the copies and the GEMMs).
   static constexpr std::size_t grad_chunk_floats = std::size_t{1} << 20;
 
-  /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · col_s,g^T, where col is the im2col of
-  /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels = m·groups.
-  /// Per chunk of samples, A is laid side by side like col and one GEMM per group runs with the
-  /// samples along k, continuing the sums in dw from the chunk before: every dw element is one
-  /// k-ordered sum over all samples, whatever the chunking and the thread count.
+  /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · im2col_s,g^T, where im2col is that of
+  /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels =
+  /// m·groups. Per chunk of samples, A is laid side by side and one GEMM per group runs with the
+  /// samples along k, continuing the sums from the chunk before: every dw element is one
+  /// k-ordered sum over all samples, whatever the chunking and the thread count. B is the
+  /// windows as rows (kernels::gemm_windows, pixel-major planes), read along k like a row-major
+  /// matrix instead of a transposed im2col; its columns come in (tap, channel) order, so the
+  /// sums build up in dw_tc_ and are put in the weight's (channel, tap) order at the end.
   void weight_grad_chunked(const float* img, const float* a, std::size_t a_channels, std::size_t n,
                            float* dw) {
     const kernels::window_geometry win = windows();
-    const std::size_t groups = g_.groups, m = a_channels / groups;
-    const std::size_t P = win.out_h * win.out_w,
-                      img_sample = win.channels * groups * win.img_h * win.img_w;
-    const std::size_t kdim = win.channels * win.kernel_h * win.kernel_w;
+    const std::size_t groups = g_.groups, m = a_channels / groups, C = win.channels;
+    const std::size_t P = win.out_h * win.out_w, img_sample = C * groups * win.img_h * win.img_w;
+    const std::size_t taps = win.kernel_h * win.kernel_w, kdim = C * taps;
     if (n == 0) {
       std::fill(dw, dw + groups * m * kdim, 0.0f);
       return;
     }
-    std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / (groups * kdim * P));
-    // A whole number of samples per thread, so that the gathers spread evenly.
+    const std::size_t per_sample = groups * kernels::padded_sample_floats(win) + a_channels * P;
+    std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / per_sample);
+    // A whole number of samples per thread, so that the copies spread evenly.
     if (chunk > tasks_.threads())
       chunk -= chunk % tasks_.threads();
+    dw_tc_.resize(groups * m * kdim);
     for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
       const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
-      gather(img + s0 * img_sample, cnt);
+      pad_samples(img + s0 * img_sample, cnt, true);
       concat_samples(a + s0 * a_channels * P, cnt, a_channels, P);
       tasks_.clear();
       for (std::size_t grp = 0; grp < groups; ++grp) {
-        kernels::gemm_problem p;  // dw_g[m, kdim] (+)= Acat_g[m, cnt*P] · col_g[kdim, cnt*P]^T
+        kernels::gemm_problem p;  // dw_g[m, kdim] (+)= Acat_g[m, cnt*P] · rows_g[cnt*P, kdim]
         p.m = m;
         p.n = kdim;
         p.k = ld;
         p.a = cat_.data() + grp * m * ld;
         p.lda = ld;
-        p.b = col_.data() + grp * kdim * ld;
-        p.ldb = ld;
-        p.trans_b = true;
-        p.c = dw + grp * m * kdim;
+        const kernels::gemm_windows gw = padded_windows(grp, cnt, true);
+        p.b_windows = &gw;
+        p.c = dw_tc_.data() + grp * m * kdim;
         p.ldc = kdim;
         p.accumulate = s0 > 0;
         tasks_.add(p, nullptr, nullptr, groups);
       }
       tasks_.run();
+    }
+    for (std::size_t r = 0; r < groups * m; ++r) {
+      const float* src = dw_tc_.data() + r * kdim;
+      float* dst = dw + r * kdim;
+      for (std::size_t t = 0; t < taps; ++t) {
+        for (std::size_t c = 0; c < C; ++c)
+          dst[c * taps + t] = src[t * C + c];
+      }
     }
   }
 
@@ -296,7 +321,7 @@ class layer_compute {
       tasks_.run_blocks(depthwise_blocks(), [&](std::size_t b, std::size_t t) {
         const std::size_t c0 = b * depthwise_block;
         k_.depthwise_weight_grad(p, x, dy, n, c0, std::min(c0 + depthwise_block, p.channels), dw,
-                                 tasks_.thread_col(t));
+                                 tasks_.thread_buffer(t));
       });
       return;
     }
@@ -347,7 +372,7 @@ class layer_compute {
       const std::size_t s = b / nb, c0 = (b % nb) * depthwise_block;
       k_.depthwise_forward(p, x + s * in_sample, w, bias, c0,
                            std::min(c0 + depthwise_block, p.channels), y + s * out_sample,
-                           tasks_.thread_col(t));
+                           tasks_.thread_buffer(t));
     });
   }
 
@@ -399,8 +424,10 @@ class layer_compute {
   std::size_t oh_ = 0;
   std::size_t ow_ = 0;
   detail::gemm_task_runner tasks_;
-  std::vector<float> col_;  // im2col of a chunk of samples (or the transpose's GEMM output)
-  std::vector<float> cat_;  // samples side by side
+  std::vector<float> col_;     // the transpose's GEMM output (col2im's input)
+  std::vector<float> planes_;  // padded planes of a chunk of samples (pad_samples)
+  std::vector<float> cat_;     // samples side by side
+  std::vector<float> dw_tc_;   // the weight gradient in im2row's (tap, channel) column order
 };
 
 }  // namespace PTQ_ABI_NAMESPACE
