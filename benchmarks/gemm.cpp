@@ -1,6 +1,6 @@
 // GEMM throughput on the AdaRound shapes (docs/ada.md, Speed; minibatches of 32 samples): Linear
 // 512->512 and Conv2d 64->64 3x3 on 16x16 inputs, forward and weight gradient, through
-// ptq::layer_compute (im2col, copies and GEMM) and as the bare GEMM calls it makes. Each is
+// ptq::layer_compute (padded planes, copies and GEMM) and as bare GEMM calls. Each is
 // reported beside the machine's peak measured in the same run: a plain multiply-add loop of the
 // same arch (12 independent accumulator chains in registers, a fused multiply-add exactly when
 // the GEMM uses one), so `of_peak` reads as the fraction of peak the GEMM reaches.
@@ -129,7 +129,8 @@ static void BM_conv64_3x3_16x16_weight_grad_n32(benchmark::State& state) {
 }
 BENCHMARK(BM_conv64_3x3_16x16_weight_grad_n32)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-// The same work as bare GEMM calls (no im2col, no copies): what the kernel itself reaches.
+// The same work as bare GEMM calls on matrices (no windows, no copies): what the kernel itself
+// reaches.
 static void BM_gemm_linear_forward_32x512x512_NT(benchmark::State& state) {
   gemm_bench(state, 32, 512, 512, false, true, 1);
 }

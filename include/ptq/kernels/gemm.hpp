@@ -1,5 +1,6 @@
 // Single-precision GEMM for the layer arithmetic of AdaRound: C = A·B or C += A·B, row-major with
-// leading dimensions, A and/or B optionally read transposed. The scalar reference defines the
+// leading dimensions, A and/or B optionally read transposed, or B read from a convolution's windows
+// (windows.hpp: an implicit GEMM, with no im2col matrix). The scalar reference defines the
 // result: every C element is accumulated over k in increasing order with one multiply-add per k,
 // a fused multiply-add exactly when the arch has one (gemm_uses_fma<Arch>), mul then add
 // otherwise. The cache-blocked SIMD kernel keeps that order (its k blocks store the running sum

@@ -68,8 +68,9 @@ inline void pad_windows_ref(const window_geometry& g, bool pixel_major, const fl
 }
 
 /// pad_windows_ref in whole vectors of Arch, the same bits: each value written once, zeros above
-/// and below the image and beside each image row, the image rows copied (channel-major) or
-/// transposed four channels at a time (pixel-major).
+/// and below the image and beside each image row (vector stores: a memset call per one-float
+/// border cost more than the row), the image rows copied (channel-major) or transposed four
+/// channels at a time (pixel-major).
 template <class Arch>
 void pad_windows_simd(const window_geometry& g, bool pixel_major, const float* img,
                       float* out) noexcept {
@@ -85,11 +86,11 @@ void pad_windows_simd(const window_geometry& g, bool pixel_major, const float* i
     for (std::size_t y = 0; y < pp.rows; ++y) {
       float* row = out + (c * pp.rows + y) * pp.cols * per;
       if (y < g.pad_h || y - g.pad_h >= rows) {
-        std::fill(row, row + pp.cols * per, 0.0f);
+        detail::copy_run<Arch>(row, nullptr, pp.cols * per);
         continue;
       }
       const std::size_t iy = y - g.pad_h;
-      std::fill(row, row + left * per, 0.0f);
+      detail::copy_run<Arch>(row, nullptr, left * per);
       float* px = row + left * per;
       if (!pixel_major) {
         detail::copy_run<Arch>(px, img + c * plane + iy * g.img_w, cols);
@@ -102,7 +103,7 @@ void pad_windows_simd(const window_geometry& g, bool pixel_major, const float* i
             px[x * C + ch] = img[ch * plane + iy * g.img_w + x];
         }
       }
-      std::fill(px + cols * per, row + pp.cols * per, 0.0f);
+      detail::copy_run<Arch>(px + cols * per, nullptr, (pp.cols - left - cols) * per);
     }
   }
 }

@@ -82,13 +82,18 @@ struct tap_range {
 /// vector (a batch of Arch) or 8 or 4 (fixed-size memcpy: one move each). Runs of up to two
 /// chunks take no loop: g++ turns a copy loop into a call to memcpy, which costs more than the
 /// copy of a 16-float image row.
+/// With src null, the chunks are zeros (the same without a memset call per padding cell).
 template <class Arch, std::size_t C>
 PTQ_ALWAYS_INLINE void copy_chunks(float* dst, const float* src, std::size_t n) noexcept {
   const auto chunk = [&](std::size_t i) {
     if constexpr (C == fbatch<Arch>::size) {
-      fbatch<Arch>::load_unaligned(src + i).store_unaligned(dst + i);
+      (src != nullptr ? fbatch<Arch>::load_unaligned(src + i) : fbatch<Arch>(0.0f))
+          .store_unaligned(dst + i);
     } else {
-      std::memcpy(dst + i, src + i, C * sizeof(float));
+      float v[C] = {};
+      if (src != nullptr)
+        std::memcpy(v, src + i, sizeof v);
+      std::memcpy(dst + i, v, sizeof v);
     }
   };
   if (n <= 2 * C) {
@@ -104,7 +109,8 @@ PTQ_ALWAYS_INLINE void copy_chunks(float* dst, const float* src, std::size_t n) 
     chunk(n - C);
 }
 
-/// dst[0, n) = src[0, n) with the widest chunk of at most the arch's vector that fits n.
+/// dst[0, n) = src[0, n) (zeros when src is null) with the widest chunk of at most the arch's
+/// vector that fits n.
 template <class Arch>
 PTQ_ALWAYS_INLINE void copy_run(float* dst, const float* src, std::size_t n) noexcept {
   constexpr std::size_t W = fbatch<Arch>::size;
@@ -116,7 +122,7 @@ PTQ_ALWAYS_INLINE void copy_run(float* dst, const float* src, std::size_t n) noe
     copy_chunks<Arch, 4>(dst, src, n);
   } else {
     for (std::size_t i = 0; i < n; ++i)
-      dst[i] = src[i];
+      dst[i] = src != nullptr ? src[i] : 0.0f;
   }
 }
 
@@ -262,49 +268,52 @@ namespace detail {
 
 /// Packs k [p0, p0+kb) x columns [j0, j0+nb) of a gemm_windows B as NR-column slivers (columns
 /// past nb zero), like gemm_pack_b. Each sliver's columns split into runs that are neighbours in
-/// the planes (a row of window positions, or a kernel row of taps x channels); each packed row
-/// is then a few vector copies from the row's offset, which steps along k without a division.
+/// the planes (a row of window positions, or a kernel row of taps x channels), and each run is
+/// copied down the kb rows from their offsets (found once per call, without a division per row):
+/// one or two vector copies a row for the AdaRound shapes.
 template <class Arch, std::size_t NR>
 void gemm_pack_b_windows(const gemm_windows& w, std::size_t j0, std::size_t nb, std::size_t p0,
                          std::size_t kb, float* out) noexcept {
+  constexpr std::size_t W = fbatch<Arch>::size;
   const window_index ix(w);
-  struct run {
-    std::size_t src = 0;  // column offset of the run's first column
-    std::size_t dst = 0;  // its place in the sliver
-    std::size_t len = 0;
-    std::size_t step = 1;  // plane elements between its columns
-  };
-  for (std::size_t s = 0; s < nb; s += NR) {
-    const std::size_t cols = nb - s < NR ? nb - s : NR;
-    run runs[NR];
-    std::size_t nruns = 0;
-    for (std::size_t jj = 0; jj < cols;) {
-      const std::size_t j = w.j0 + j0 + s + jj;
-      run r{ix.column_offset(j), jj, 1, ix.column_step(j)};
-      if (r.step != 0) {
-        while (jj + r.len < cols && ix.column_step(j + r.len - 1) == r.step)
-          ++r.len;
-      }
-      if (r.step == 0)
-        r.step = 1;
-      jj += r.len;
-      runs[nruns++] = r;
-    }
-    window_index::row_cursor rows = ix.rows_from(p0);
-    for (std::size_t q = 0; q < kb; ++q, rows.next()) {
-      const float* src = w.planes + rows.offset;
-      for (std::size_t r = 0; r < nruns; ++r) {
-        const run& x = runs[r];
-        if (x.step == 1) {
-          copy_run<Arch>(out + x.dst, src + x.src, x.len);
-        } else {
-          for (std::size_t i = 0; i < x.len; ++i)
-            out[x.dst + i] = src[x.src + i * x.step];
+  constexpr std::size_t rows_per_block = 256;  // gemm_kc: one block for the GEMM's calls
+  std::size_t row_offset[rows_per_block];
+  for (std::size_t q0 = 0; q0 < kb; q0 += rows_per_block) {
+    const std::size_t rows = kb - q0 < rows_per_block ? kb - q0 : rows_per_block;
+    window_index::row_cursor cursor = ix.rows_from(p0 + q0);
+    for (std::size_t q = 0; q < rows; ++q, cursor.next())
+      row_offset[q] = cursor.offset;
+    float* sliver = out + q0 * NR;
+    for (std::size_t s = 0; s < nb; s += NR, sliver += kb * NR) {
+      const std::size_t cols = nb - s < NR ? nb - s : NR;
+      for (std::size_t jj = 0; jj < cols;) {
+        const std::size_t j = w.j0 + j0 + s + jj;
+        const std::size_t src = ix.column_offset(j), step = ix.column_step(j);
+        std::size_t len = 1;
+        if (step != 0) {
+          while (jj + len < cols && ix.column_step(j + len - 1) == step)
+            ++len;
         }
+        const float* base = w.planes + src;
+        float* dst = sliver + jj;
+        if (step == 1 && len == W) {  // the common runs: one vector a row
+          for (std::size_t q = 0; q < rows; ++q)
+            fbatch<Arch>::load_unaligned(base + row_offset[q]).store_unaligned(dst + q * NR);
+        } else if (step == 1) {
+          for (std::size_t q = 0; q < rows; ++q)
+            copy_run<Arch>(dst + q * NR, base + row_offset[q], len);
+        } else {
+          for (std::size_t q = 0; q < rows; ++q) {
+            for (std::size_t i = 0; i < len; ++i)
+              dst[q * NR + i] = base[row_offset[q] + i * step];
+          }
+        }
+        jj += len;
       }
-      for (std::size_t jj = cols; jj < NR; ++jj)
-        out[jj] = 0.0f;
-      out += NR;
+      if (cols < NR) {
+        for (std::size_t q = 0; q < rows; ++q)
+          copy_run<Arch>(sliver + q * NR + cols, nullptr, NR - cols);
+      }
     }
   }
 }

@@ -73,8 +73,11 @@ class gemm_task_runner {
       if (task.row_bias != nullptr || task.col_bias != nullptr) {
         for (std::size_t i = 0; i < task.p.m; ++i) {
           float* row = task.p.c + i * task.p.ldc;
-          for (std::size_t j = 0; j < task.p.n; ++j)
-            row[j] = task.row_bias != nullptr ? task.row_bias[i] : task.col_bias[j];
+          if (task.row_bias != nullptr) {
+            std::fill(row, row + task.p.n, task.row_bias[i]);
+          } else {
+            std::copy(task.col_bias, task.col_bias + task.p.n, row);
+          }
         }
         task.p.accumulate = true;
       }

@@ -2,10 +2,10 @@
 // Linear, Conv2d and ConvTranspose2d on a minibatch, as GEMMs of the kernel_set. A convolution's
 // GEMM reads its input's windows where they lie, in zero-padded planes (kernels/windows.hpp: no
 // im2col matrix); ConvTranspose2d's forward scatters with col2im. Results are bit-identical for
-// every thread count: threads only split the
-// GEMM outputs into independent tiles (each C element is computed by one GEMM call, whatever the
-// tiling) and gathers / scatters by sample; the sum over samples of the weight gradient runs
-// along the GEMM's k axis (samples concatenated), so it has one fixed order.
+// every thread count: threads only split the GEMM outputs into independent tiles (each C element
+// is computed by one GEMM call, whatever the tiling) and copies / scatters by sample; the sum
+// over samples of the weight gradient runs along the GEMM's k axis (samples concatenated), so it
+// has one fixed order.
 // The GEMM tiles and their threads are gemm_tasks.hpp.
 // Depends on: core and kernels.
 #pragma once
@@ -17,6 +17,7 @@
 
 #include "ptq/algorithms/layer/gemm_tasks.hpp"
 #include "ptq/algorithms/layer/layer_geometry.hpp"
+#include "ptq/algorithms/layer/layer_windows.hpp"
 #include "ptq/core/error.hpp"
 #include "ptq/kernels/kernel_set.hpp"
 
@@ -104,26 +105,8 @@ class layer_compute {
     });
   }
 
-  /// The window geometry of the convolution: for Conv2d over its input, for ConvTranspose2d over
-  /// its output (the adjoint convolution), per group.
-  [[nodiscard]] kernels::window_geometry windows() const noexcept {
-    kernels::window_geometry w;
-    const bool conv = g_.type == layer_type::conv2d;
-    w.channels = (conv ? g_.in_channels : g_.out_channels) / g_.groups;
-    w.img_h = conv ? g_.in_h : oh_;
-    w.img_w = conv ? g_.in_w : ow_;
-    w.kernel_h = g_.kernel_h;
-    w.kernel_w = g_.kernel_w;
-    w.stride_h = g_.stride_h;
-    w.stride_w = g_.stride_w;
-    w.pad_h = g_.pad_h;
-    w.pad_w = g_.pad_w;
-    w.dilation_h = g_.dilation_h;
-    w.dilation_w = g_.dilation_w;
-    w.out_h = conv ? oh_ : g_.in_h;
-    w.out_w = conv ? ow_ : g_.in_w;
-    return w;
-  }
+  /// The windows of the convolution, per group (layer_windows.hpp).
+  [[nodiscard]] kernels::window_geometry windows() const noexcept { return conv_windows(g_); }
 
   /// planes_[grp] = the zero-padded planes (kernels::pad_windows) of every sample's group grp of
   /// `img` ([n, C, H, W]), the samples one after the other: what the GEMMs read the windows from.
@@ -183,51 +166,36 @@ class layer_compute {
     tasks_.run();
   }
 
-  /// Small images (all samples' im2col would fit in grad_chunk_floats): one GEMM per group over
-  /// all samples side by side, then a copy into [n, cout, P]. Otherwise one task per (sample,
-  /// group), its padded planes in the thread's buffer, still in cache when the GEMM reads them.
-  /// Both compute each output as the same k-ordered sum, so they give the same bits.
+  /// Per chunk of samples (their padded planes and outputs within chunk_floats), one GEMM
+  /// per group over the chunk's samples side by side, then a copy into [n, cout, P]: the weight
+  /// is packed once per chunk and GEMM block, not once per sample. Every output is the same
+  /// k-ordered sum whatever the chunking, so the same bits.
   void forward_conv(const float* x, std::size_t n, const float* w, const float* bias, float* y) {
     if (depthwise()) {
       forward_depthwise(x, n, w, bias, y);
       return;
     }
-    const kernels::window_geometry win = windows();
-    const std::size_t groups = g_.groups, cin_g = win.channels, cout_g = g_.out_channels / groups;
-    const std::size_t P = oh_ * ow_, plane = g_.in_h * g_.in_w;
-    const std::size_t kdim = cin_g * g_.kernel_h * g_.kernel_w;
-    if (groups * kdim * n * P <= grad_chunk_floats) {
-      forward_conv_batched(x, n, w, bias, y);
-      return;
+    const std::size_t P = oh_ * ow_, in_sample = g_.in_channels * g_.in_h * g_.in_w;
+    const std::size_t per_sample =
+        g_.groups * kernels::padded_sample_floats(windows()) + g_.out_channels * P;
+    const std::size_t chunk = samples_per_chunk(per_sample);
+    for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
+      forward_conv_chunk(x + s0 * in_sample, std::min(chunk, n - s0), w, bias,
+                         y + s0 * g_.out_channels * P);
     }
-    tasks_.prepare(n * groups, kernels::padded_sample_floats(win));
-    tasks_.run_blocks(n * groups, [&](std::size_t blk, std::size_t t) {
-      const std::size_t s = blk / groups, grp = blk % groups;
-      float* planes = tasks_.thread_buffer(t);
-      k_.pad_windows(win, false, x + (s * g_.in_channels + grp * cin_g) * plane, planes);
-      kernels::gemm_windows gw;
-      gw.g = win;
-      gw.planes = planes;
-      kernels::gemm_problem p;  // Y_s,g[cout_g, P] = W_g[cout_g, kdim] · im2col[kdim, P]
-      p.m = cout_g;
-      p.n = P;
-      p.k = kdim;
-      p.a = w + grp * cout_g * kdim;
-      p.lda = kdim;
-      p.b_windows = &gw;
-      p.c = y + (s * g_.out_channels + grp * cout_g) * P;
-      p.ldc = P;
-      if (bias != nullptr) {
-        for (std::size_t i = 0; i < cout_g; ++i)
-          std::fill(p.c + i * P, p.c + (i + 1) * P, bias[grp * cout_g + i]);
-        p.accumulate = true;
-      }
-      k_.gemm(p, tasks_.gemm_workspace(t));
-    });
   }
 
-  void forward_conv_batched(const float* x, std::size_t n, const float* w, const float* bias,
-                            float* y) {
+  /// Samples per chunk for `per_sample` floats of workspace each: within chunk_floats, and a
+  /// whole number per thread, so that the copies spread evenly.
+  [[nodiscard]] std::size_t samples_per_chunk(std::size_t per_sample) const noexcept {
+    std::size_t chunk = std::max<std::size_t>(1, chunk_floats / per_sample);
+    if (chunk > tasks_.threads())
+      chunk -= chunk % tasks_.threads();
+    return chunk;
+  }
+
+  void forward_conv_chunk(const float* x, std::size_t n, const float* w, const float* bias,
+                          float* y) {
     const std::size_t groups = g_.groups, cout_g = g_.out_channels / groups, P = oh_ * ow_;
     const std::size_t kdim = (g_.in_channels / groups) * g_.kernel_h * g_.kernel_w, ld = n * P;
     pad_samples(x, n, false);
@@ -255,9 +223,9 @@ class layer_compute {
     });
   }
 
-  /// Floats of padded planes and A per chunk of the weight gradient (about 4 MB, so that they
-  /// stay in the last-level cache between the copies and the GEMMs).
-  static constexpr std::size_t grad_chunk_floats = std::size_t{1} << 20;
+  /// Floats of padded planes and the other operand (or the outputs) per chunk of samples (about
+  /// 4 MB, so that they stay in the last-level cache between the copies and the GEMMs).
+  static constexpr std::size_t chunk_floats = std::size_t{1} << 20;
 
   /// dw_g[m, kdim] = sum over samples s of A_s,g[m, P] · im2col_s,g^T, where im2col is that of
   /// `img` and A the other operand (conv: dy and x; transpose: x and dy), a_channels =
@@ -277,11 +245,8 @@ class layer_compute {
       std::fill(dw, dw + groups * m * kdim, 0.0f);
       return;
     }
-    const std::size_t per_sample = groups * kernels::padded_sample_floats(win) + a_channels * P;
-    std::size_t chunk = std::max<std::size_t>(1, grad_chunk_floats / per_sample);
-    // A whole number of samples per thread, so that the copies spread evenly.
-    if (chunk > tasks_.threads())
-      chunk -= chunk % tasks_.threads();
+    const std::size_t chunk =
+        samples_per_chunk(groups * kernels::padded_sample_floats(win) + a_channels * P);
     dw_tc_.resize(groups * m * kdim);
     for (std::size_t s0 = 0; s0 < n; s0 += chunk) {
       const std::size_t cnt = std::min(chunk, n - s0), ld = cnt * P;
@@ -316,7 +281,7 @@ class layer_compute {
 
   void weight_grad_conv(const float* x, std::size_t n, const float* dy, float* dw) {
     if (depthwise()) {
-      const kernels::depthwise_problem p = depthwise_geometry();
+      const kernels::depthwise_problem p = depthwise_problem_of(g_);
       tasks_.prepare(depthwise_blocks(), p.scratch_floats());
       tasks_.run_blocks(depthwise_blocks(), [&](std::size_t b, std::size_t t) {
         const std::size_t c0 = b * depthwise_block;
@@ -339,23 +304,6 @@ class layer_compute {
            g_.groups == g_.out_channels && k_.depthwise_forward != nullptr &&
            k_.depthwise_weight_grad != nullptr;
   }
-  [[nodiscard]] kernels::depthwise_problem depthwise_geometry() const noexcept {
-    kernels::depthwise_problem p;
-    p.channels = g_.in_channels;
-    p.in_h = g_.in_h;
-    p.in_w = g_.in_w;
-    p.out_h = oh_;
-    p.out_w = ow_;
-    p.kernel_h = g_.kernel_h;
-    p.kernel_w = g_.kernel_w;
-    p.stride_h = g_.stride_h;
-    p.stride_w = g_.stride_w;
-    p.pad_h = g_.pad_h;
-    p.pad_w = g_.pad_w;
-    p.dilation_h = g_.dilation_h;
-    p.dilation_w = g_.dilation_w;
-    return p;
-  }
   [[nodiscard]] std::size_t depthwise_blocks() const noexcept {
     return (g_.in_channels + depthwise_block - 1) / depthwise_block;
   }
@@ -363,7 +311,7 @@ class layer_compute {
   /// One task per sample and block of channels.
   void forward_depthwise(const float* x, std::size_t n, const float* w, const float* bias,
                          float* y) {
-    const kernels::depthwise_problem p = depthwise_geometry();
+    const kernels::depthwise_problem p = depthwise_problem_of(g_);
     const std::size_t nb = depthwise_blocks();
     const std::size_t in_sample = p.channels * p.in_h * p.in_w;
     const std::size_t out_sample = p.channels * p.out_h * p.out_w;
