@@ -181,7 +181,7 @@ struct window_index {
     plane_rows = pp.rows;
     plane_cols = pp.cols;
     channels = win.g.channels;
-    sample_floats = pp.rows * pp.cols * channels;
+    sample_floats = padded_sample_floats(win.g);
   }
   /// Offset of tap t = ky*kernel_w + kx from a window's corner, in plane elements.
   [[nodiscard]] std::size_t tap(std::size_t t) const noexcept {
@@ -254,17 +254,6 @@ struct window_index {
     return b > a && b - a == w->g.stride_w ? w->g.stride_w : 0;
   }
 };
-
-}  // namespace detail
-
-/// B(q, j) of a gemm_windows, one value at a time (the reference GEMM's read).
-[[nodiscard]] inline float window_value(const gemm_windows& w, std::size_t q,
-                                        std::size_t j) noexcept {
-  const detail::window_index ix(w);
-  return w.planes[ix.row_offset(q) + ix.column_offset(w.j0 + j)];
-}
-
-namespace detail {
 
 /// Packs k [p0, p0+kb) x columns [j0, j0+nb) of a gemm_windows B as NR-column slivers (columns
 /// past nb zero), like gemm_pack_b. Each sliver's columns split into runs that are neighbours in

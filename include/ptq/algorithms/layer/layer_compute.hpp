@@ -375,7 +375,7 @@ class layer_compute {
   std::vector<float> col_;     // the transpose's GEMM output (col2im's input)
   std::vector<float> planes_;  // padded planes of a chunk of samples (pad_samples)
   std::vector<float> cat_;     // samples side by side
-  std::vector<float> dw_tc_;   // the weight gradient in im2row's (tap, channel) column order
+  std::vector<float> dw_tc_;   // the weight gradient, columns in (tap, channel) order
 };
 
 }  // namespace PTQ_ABI_NAMESPACE
