@@ -8,7 +8,9 @@
 // that. Each element is checked against (N + 1)·2^-23·sum|terms|, N counted per element.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -601,4 +603,79 @@ TEST_CASE("layer geometry errors", "[layers]") {
   g.dilation_h = 2;
   g.output_padding_h = 1;
   CHECK(ptq::validate_geometry(g).ok());
+}
+
+TEST_CASE(
+    "bound samples: forward_bound and weight_grad_bound give the bits of the samples "
+    "gathered",
+    "[layers]") {
+  std::mt19937 rng(29);
+  std::vector<named_geometry> cases = accuracy_cases();
+  layer_geometry big;  // the weight gradient reads the bound planes over two chunks
+  big.type = layer_type::conv2d;
+  big.in_channels = big.out_channels = 32;
+  big.kernel_h = big.kernel_w = 3;
+  big.pad_h = big.pad_w = 1;
+  big.in_h = big.in_w = 16;
+  cases.push_back({"conv2d 32->32 3x3 16x16", big});
+  layer_geometry dw = big;
+  dw.groups = 32;
+  cases.push_back({"depthwise 32 3x3", dw});
+  const std::size_t n = 20;
+  for (const auto& ak : ptq_layers_test::available_kernels()) {
+    for (const auto& cs : cases) {
+      INFO(cs.name << " arch " << ak.set.arch_name);
+      ptq::layer_compute lc(cs.g, 1, ak.set);
+      const std::size_t in = lc.input_size();
+      const auto w = random_floats(lc.weight_size(), rng);
+      const auto b = random_floats(cs.g.out_channels, rng);
+      const auto dy = random_floats(n * lc.output_size(), rng);
+      // Bound twice: 26 samples, then 23 others (a rebind replaces the planes).
+      for (const std::size_t bound : {std::size_t{26}, std::size_t{23}}) {
+        const auto x = random_floats(bound * in, rng);
+        std::vector<std::size_t> index(n);
+        std::vector<float> gathered(n * in);
+        for (std::size_t s = 0; s < n; ++s) {  // shuffled, with repeats
+          index[s] = std::uniform_int_distribution<std::size_t>(0, bound - 1)(rng);
+          std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(index[s] * in), in,
+                      gathered.begin() + static_cast<std::ptrdiff_t>(s * in));
+        }
+        std::vector<float> y0(n * lc.output_size()), dw0(lc.weight_size());
+        lc.set_threads(1);
+        REQUIRE(lc.forward(gathered.data(), n, w.data(), b.data(), y0.data()).ok());
+        REQUIRE(lc.weight_grad(gathered.data(), n, dy.data(), dw0.data()).ok());
+        REQUIRE(lc.bind_inputs(x.data(), bound).ok());
+        for (const unsigned threads : {1u, 2u, 3u}) {
+          INFO("bound " << bound << " threads " << threads);
+          lc.set_threads(threads);
+          std::vector<float> y(y0.size(), -1.0f), dwb(dw0.size(), -1.0f);
+          REQUIRE(lc.forward_bound(index.data(), n, w.data(), b.data(), y.data()).ok());
+          REQUIRE(lc.weight_grad_bound(index.data(), n, dy.data(), dwb.data()).ok());
+          REQUIRE(same_bits(y, y0));
+          REQUIRE(same_bits(dwb, dw0));
+        }
+        // An unbound call in between reads its own samples, and the binding stays.
+        std::vector<float> dwu(dw0.size());
+        REQUIRE(lc.weight_grad(gathered.data(), n, dy.data(), dwu.data()).ok());
+        REQUIRE(same_bits(dwu, dw0));
+        REQUIRE(lc.weight_grad_bound(index.data(), n, dy.data(), dwu.data()).ok());
+        REQUIRE(same_bits(dwu, dw0));
+      }
+    }
+  }
+}
+
+TEST_CASE("bound samples: an index past the bound samples is an error", "[layers]") {
+  const auto cases = accuracy_cases();
+  ptq::layer_compute lc(cases[1].g);
+  const auto x = std::vector<float>(3 * lc.input_size(), 1.0f);
+  std::vector<float> w(lc.weight_size(), 1.0f), y(2 * lc.output_size()), dw(lc.weight_size());
+  REQUIRE(lc.bind_inputs(x.data(), 3).ok());
+  const std::size_t index[] = {2, 3};
+  const auto f = lc.forward_bound(index, 2, w.data(), nullptr, y.data());
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().code == ptq::errc::out_of_range);
+  CHECK(f.error().message == "layer_compute: sample index 3 is not one of the 3 bound samples");
+  REQUIRE_FALSE(lc.weight_grad_bound(index, 2, y.data(), dw.data()).ok());
+  CHECK(lc.forward_bound(index, 1, w.data(), nullptr, y.data()).ok());
 }

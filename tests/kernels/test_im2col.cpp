@@ -4,10 +4,12 @@
 // from the windows equals, bit for bit, the reference GEMM over the explicit im2col matrix
 // (windows as columns) or its transpose with the rows in (tap, channel) order (windows as rows),
 // on every kernel set: random geometries with strides, dilations, paddings wider than the
-// kernel, windows that stop short of the image's far edge or run past it, several samples,
-// column tiles (j0) and k across the cache blocks.
+// kernel, windows that stop short of the image's far edge or run past it, several samples (also
+// picked by index from more), column tiles (j0) and k across the cache blocks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -173,68 +175,167 @@ TEST_CASE("pad_windows of every kernel set equals the reference bit for bit", "[
   }
 }
 
+namespace {
+
+/// One case of a GEMM whose B is read from windows: m rows, `samples` images (picked by index
+/// from more when `indexed`), columns from j0, against the reference GEMM over the explicit
+/// matrix (and the reference reading the windows), plain and accumulating, on every kernel set.
+void check_windows_gemm(const window_geometry& g, std::size_t samples, std::size_t m,
+                        bool pixel_major, bool indexed, bool tile, std::mt19937& rng,
+                        const std::string& what) {
+  const std::size_t P = g.out_h * g.out_w, kdim = g.channels * g.kernel_h * g.kernel_w;
+  const std::size_t k = pixel_major ? samples * P : kdim, n = pixel_major ? kdim : samples * P;
+  if (k == 0 || n == 0)
+    return;
+  // Indexed: planes laid out for more samples than the GEMM reads, read in a shuffled order with
+  // repeats, against the explicit matrix of the samples gathered.
+  const std::size_t laid = indexed ? samples + 2 : samples, image = g.channels * g.img_h * g.img_w;
+  const auto all = random_floats(laid * image, rng);
+  std::vector<std::size_t> sample_of(samples);
+  std::vector<float> img(samples * image);
+  for (std::size_t s = 0; s < samples; ++s) {
+    sample_of[s] = indexed ? std::uniform_int_distribution<std::size_t>(0, laid - 1)(rng) : s;
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(sample_of[s] * image), image,
+                img.begin() + static_cast<std::ptrdiff_t>(s * image));
+  }
+  const auto a = random_floats(m * k, rng);
+  const auto c0 = random_floats(m * n, rng);
+  const auto planes = padded(g, all, laid, pixel_major);
+  const auto b = explicit_b(g, img, samples, pixel_major);
+  // A tile of the columns [j0, n), as gemm_tasks hands out (whole 96-column blocks where n is).
+  const std::size_t j0 = !tile ? 0 : n % 96 == 0 && n > 96 ? 96 : n / 3;
+  gemm_windows w;
+  w.g = g;
+  w.planes = planes.data();
+  w.samples = samples;
+  w.sample_of = indexed ? sample_of.data() : nullptr;
+  w.pixel_major = pixel_major;
+  w.j0 = j0;
+  for (const bool acc : {false, true}) {
+    gemm_problem ex;  // over the explicit matrix
+    ex.m = m;
+    ex.n = n - j0;
+    ex.k = k;
+    ex.a = a.data();
+    ex.lda = k;
+    ex.b = b.data() + j0;
+    ex.ldb = n;
+    ex.ldc = n;
+    ex.accumulate = acc;
+    gemm_problem win = ex;
+    win.b = nullptr;
+    win.ldb = 0;
+    win.b_windows = &w;
+    for (const bool fused : {false, true}) {
+      std::vector<float> want = c0, got = c0;
+      ex.c = want.data();
+      win.c = got.data();
+      ptq::kernels::gemm_ref(ex, fused);
+      ptq::kernels::gemm_ref(win, fused);
+      INFO(what << " reference, fused " << fused << ": " << describe(g));
+      REQUIRE(same_bits(got, want));
+    }
+    for (const auto& ak : ptq_layers_test::available_kernels()) {
+      INFO(what << " arch " << ak.set.arch_name << " accumulate " << acc << " pixel-major "
+                << pixel_major << " indexed " << indexed << " m " << m << " j0 " << j0 << ": "
+                << describe(g));
+      std::vector<float> want = c0, got = c0;
+      ex.c = want.data();
+      win.c = got.data();
+      ptq::kernels::gemm_ref(ex, ak.fused);
+      ak.set.gemm(win, nullptr);
+      REQUIRE(same_bits(got, want));
+    }
+  }
+}
+
+/// 3x3 windows, padding 1, stride 1 over `channels` x h x w.
+window_geometry same_size_3x3(std::size_t channels, std::size_t h, std::size_t w) {
+  window_geometry g;
+  g.channels = channels;
+  g.img_h = g.out_h = h;
+  g.img_w = g.out_w = w;
+  g.kernel_h = g.kernel_w = 3;
+  g.pad_h = g.pad_w = 1;
+  return g;
+}
+
+}  // namespace
+
 TEST_CASE("a GEMM reading B from windows equals the GEMM over the explicit im2col, bit for bit",
           "[im2col][gemm]") {
   std::mt19937 rng(43);
   std::uniform_int_distribution<std::size_t> pick_m(1, 19), pick_s(1, 3);
   for (int iter = 0; iter < 160; ++iter) {
-    const bool pixel_major = iter % 2 == 1;
     // Windows as rows have k = samples x positions, which crosses the 256-deep k blocks; as
     // columns k = channels x taps, so some cases get many channels.
     const window_geometry g = random_geometry(rng, iter % 5 == 0 ? 40 : 6);
-    const std::size_t samples = pick_s(rng), P = g.out_h * g.out_w;
-    const std::size_t kdim = g.channels * g.kernel_h * g.kernel_w;
-    const std::size_t k = pixel_major ? samples * P : kdim, n = pixel_major ? kdim : samples * P;
-    if (k == 0 || n == 0)
-      continue;
-    const std::size_t m = pick_m(rng);
-    const auto img = random_floats(samples * g.channels * g.img_h * g.img_w, rng);
-    const auto a = random_floats(m * k, rng);
-    const auto c0 = random_floats(m * n, rng);
-    const auto planes = padded(g, img, samples, pixel_major);
-    const auto b = explicit_b(g, img, samples, pixel_major);
-    // A tile of the columns [j0, n), as gemm_tasks hands out.
-    const std::size_t j0 = iter % 3 == 0 ? n / 3 : 0;
-    gemm_windows w;
-    w.g = g;
-    w.planes = planes.data();
-    w.samples = samples;
-    w.pixel_major = pixel_major;
-    w.j0 = j0;
-    for (const bool acc : {false, true}) {
-      gemm_problem ex;  // over the explicit matrix
-      ex.m = m;
-      ex.n = n - j0;
-      ex.k = k;
-      ex.a = a.data();
-      ex.lda = k;
-      ex.b = b.data() + j0;
-      ex.ldb = n;
-      ex.ldc = n;
-      ex.accumulate = acc;
-      gemm_problem win = ex;
-      win.b = nullptr;
-      win.ldb = 0;
-      win.b_windows = &w;
-      for (const bool fused : {false, true}) {
-        std::vector<float> want = c0, got = c0;
-        ex.c = want.data();
-        win.c = got.data();
-        ptq::kernels::gemm_ref(ex, fused);
-        ptq::kernels::gemm_ref(win, fused);
-        INFO("iteration " << iter << " reference, fused " << fused << ": " << describe(g));
-        REQUIRE(same_bits(got, want));
-      }
-      for (const auto& ak : ptq_layers_test::available_kernels()) {
-        INFO("iteration " << iter << " arch " << ak.set.arch_name << " accumulate " << acc
-                          << " pixel-major " << pixel_major << " m " << m << " j0 " << j0 << ": "
-                          << describe(g));
-        std::vector<float> want = c0, got = c0;
-        ex.c = want.data();
-        win.c = got.data();
-        ptq::kernels::gemm_ref(ex, ak.fused);
-        ak.set.gemm(win, nullptr);
-        REQUIRE(same_bits(got, want));
+    const std::size_t samples = pick_s(rng), m = pick_m(rng);
+    check_windows_gemm(g, samples, m, iter % 2 == 1, iter % 4 >= 2, iter % 3 == 0, rng,
+                       "iteration " + std::to_string(iter));
+  }
+}
+
+TEST_CASE("B read in place: which blocks qualify, and their offsets", "[im2col][gemm]") {
+  using ptq::kernels::detail::window_index;
+  using ptq::kernels::detail::windows_in_place;
+  std::size_t rows[256], cols[960];
+  // Windows as columns over 12 x 16 positions: every 16-float vector is one row of positions.
+  gemm_windows w;
+  w.g = same_size_3x3(3, 12, 16);
+  w.samples = 2;
+  CHECK(windows_in_place<16, 32>(w, 0, 384, 0, 27, rows, cols));
+  const window_index ix(w);
+  for (std::size_t v = 0; v < 384 / 16; ++v)
+    CHECK(cols[v] == ix.column_offset(v * 16));
+  for (std::size_t q = 0; q < 27; ++q)
+    CHECK(rows[q] == ix.row_offset(q));
+  CHECK_FALSE(windows_in_place<16, 32>(w, 0, 368, 0, 27, rows, cols));  // not whole slivers
+  w.g = same_size_3x3(3, 12, 12);  // a vector of 16 spans two rows of 12 positions
+  w.samples = 4;
+  CHECK_FALSE(windows_in_place<16, 32>(w, 0, 576, 0, 27, rows, cols));
+  CHECK(windows_in_place<4, 12>(w, 0, 576, 0, 27, rows, cols));
+  w.g = same_size_3x3(3, 1, 8);  // 8 positions per sample: a vector may not cross samples
+  const std::size_t picks[] = {1, 0, 3, 2};
+  w.sample_of = picks;
+  CHECK(windows_in_place<8, 16>(w, 0, 32, 0, 27, rows, cols));
+  CHECK_FALSE(windows_in_place<16, 32>(w, 0, 32, 0, 27, rows, cols));
+  w.g = same_size_3x3(3, 4, 8);  // a vector of 16 spans two rows of 8 positions
+  CHECK_FALSE(windows_in_place<16, 32>(w, 0, 128, 0, 27, rows, cols));
+  w.g.stride_w = 2;  // positions two apart
+  w.g.out_w = 4;
+  w.g.img_w = 8;
+  CHECK_FALSE(windows_in_place<4, 12>(w, 0, 48, 0, 27, rows, cols));
+  // Windows as rows (pixel-major): a vector is channels of one tap.
+  w = gemm_windows{};
+  w.g = same_size_3x3(32, 5, 7);
+  w.pixel_major = true;
+  w.samples = 10;
+  CHECK(windows_in_place<16, 32>(w, 0, 288, 256, 94, rows, cols));
+  const window_index iy(w);
+  for (std::size_t v = 0; v < 288 / 16; ++v)
+    CHECK(cols[v] == iy.column_offset(v * 16));
+  for (std::size_t q = 0; q < 94; ++q)
+    CHECK(rows[q] == iy.row_offset(256 + q));
+  // 12 channels a tap: vectors of 4 stay in a tap; one of 16 runs from a kernel row's last tap
+  // into the next kernel row's first, which lies elsewhere.
+  w.g = same_size_3x3(12, 5, 7);
+  CHECK(windows_in_place<4, 12>(w, 0, 108, 0, 20, rows, cols));
+  CHECK_FALSE(windows_in_place<16, 32>(w, 0, 96, 0, 20, rows, cols));
+}
+
+TEST_CASE("a GEMM reading B in place equals the GEMM over the explicit im2col, bit for bit",
+          "[im2col][gemm]") {
+  // Shapes whose blocks qualify on every kernel set (columns a multiple of 96 = 32, 24 and 12
+  // floats a sliver; vectors of 16, 8 and 4 neighbours): windows as columns over 12 x 16
+  // positions, windows as rows of 32 channels x 9 taps; with many rows, partial row tiles,
+  // samples by index and column tiles.
+  std::mt19937 rng(47);
+  for (const std::size_t m : {64, 13}) {
+    for (const bool indexed : {false, true}) {
+      for (const bool tile : {false, true}) {
+        check_windows_gemm(same_size_3x3(40, 12, 16), 2, m, false, indexed, tile, rng, "columns");
+        check_windows_gemm(same_size_3x3(32, 8, 9), 4, m, true, indexed, tile, rng, "rows");
       }
     }
   }

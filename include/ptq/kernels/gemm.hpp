@@ -272,12 +272,31 @@ void gemm_pack_b(const gemm_problem& p, std::size_t j0, std::size_t nb, std::siz
   }
 }
 
-/// The register-blocked micro-kernel: an MR x NB-batch tile of C (leading dimension ldc) from
-/// packed slivers, starting from C (load) or from zero. MR x NB independent accumulator chains
-/// hide the multiply-add latency; per k: NB loads of B, MR broadcasts of A, MR x NB
-/// multiply-adds. The loops over the tile are unrolled, so the accumulators stay in registers.
-template <class Arch, std::size_t MR, std::size_t NB>
-void gemm_micro(std::size_t kb, const float* ap, const float* bp, float* c, std::size_t ldc,
+/// Where the micro-kernel reads B: row q of its sliver at row(q), vector v of the row at
+/// column(v) past it. Packed: the slivers of gemm_pack_b; in place: a gemm_windows' planes
+/// (windows_in_place), so that no packed copy is written and read back.
+template <std::size_t W, std::size_t NB>
+struct packed_b_rows {
+  const float* sliver;
+  [[nodiscard]] const float* row(std::size_t q) const noexcept { return sliver + q * NB * W; }
+  [[nodiscard]] std::size_t column(std::size_t v) const noexcept { return v * W; }
+};
+template <std::size_t NB>
+struct in_place_b_rows {
+  const float* planes;
+  const std::size_t* row_offset;  // of row q
+  std::size_t col_offset[NB];     // of vector v
+  [[nodiscard]] const float* row(std::size_t q) const noexcept { return planes + row_offset[q]; }
+  [[nodiscard]] std::size_t column(std::size_t v) const noexcept { return col_offset[v]; }
+};
+
+/// The register-blocked micro-kernel: an MR x NB-batch tile of C (leading dimension ldc) from a
+/// packed sliver of A and the rows of B, starting from C (load) or from zero. MR x NB
+/// independent accumulator chains hide the multiply-add latency; per k: NB loads of B, MR
+/// broadcasts of A, MR x NB multiply-adds. The loops over the tile are unrolled, so the
+/// accumulators stay in registers.
+template <class Arch, std::size_t MR, std::size_t NB, class BRows>
+void gemm_micro(std::size_t kb, const float* ap, const BRows& b_rows, float* c, std::size_t ldc,
                 bool load) noexcept {
   using B = fbatch<Arch>;
   constexpr std::size_t W = B::size;
@@ -288,11 +307,16 @@ void gemm_micro(std::size_t kb, const float* ap, const float* bp, float* c, std:
     for (std::size_t v = 0; v < NB; ++v)
       acc[i][v] = load ? B::load_unaligned(c + i * ldc + v * W) : B(0.0f);
   }
+  std::size_t column[NB];
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < NB; ++v)
+    column[v] = b_rows.column(v);
   for (std::size_t q = 0; q < kb; ++q) {
+    const float* row = b_rows.row(q);
     B b[NB];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NB; ++v)
-      b[v] = B::load_aligned(bp + v * W);
+      b[v] = B::load_unaligned(row + column[v]);
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < MR; ++i) {
       const B a(ap[i]);
@@ -301,13 +325,41 @@ void gemm_micro(std::size_t kb, const float* ap, const float* bp, float* c, std:
         acc[i][v] = gemm_madd<Arch>(a, b[v], acc[i][v]);
     }
     ap += MR;
-    bp += NB * W;
   }
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NB; ++v)
       acc[i][v].store_unaligned(c + i * ldc + v * W);
+  }
+}
+
+/// The tiles of one column sliver (its first `cols` columns) down the mb rows of a packed block
+/// of A: whole tiles straight into C, partial ones through `edge` (mr x nr floats).
+template <class Arch, class BRows>
+void gemm_column_tiles(const float* apack, const BRows& b_rows, std::size_t mb, std::size_t kb,
+                       std::size_t cols, float* c, std::size_t ldc, bool load,
+                       float* edge) noexcept {
+  constexpr std::size_t mr = gemm_mr<Arch>, vb = gemm_nb<Arch>, nr = gemm_nr<Arch>;
+  for (std::size_t ir = 0; ir < mb; ir += mr) {
+    const std::size_t rows = mb - ir < mr ? mb - ir : mr;
+    const float* ap = apack + ir * kb;
+    float* ct = c + ir * ldc;
+    if (rows == mr && cols == nr) {
+      gemm_micro<Arch, mr, vb>(kb, ap, b_rows, ct, ldc, load);
+      continue;
+    }
+    if (load) {
+      for (std::size_t ii = 0; ii < mr; ++ii) {
+        for (std::size_t jj = 0; jj < nr; ++jj)
+          edge[ii * nr + jj] = ii < rows && jj < cols ? ct[ii * ldc + jj] : 0.0f;
+      }
+    }
+    gemm_micro<Arch, mr, vb>(kb, ap, b_rows, edge, nr, load);
+    for (std::size_t ii = 0; ii < rows; ++ii) {
+      for (std::size_t jj = 0; jj < cols; ++jj)
+        ct[ii * ldc + jj] = edge[ii * nr + jj];
+    }
   }
 }
 
@@ -327,7 +379,7 @@ inline float* align64(const float* p) noexcept {
 template <class Arch>
 void gemm_simd(const gemm_problem& p, float* workspace) {
   constexpr std::size_t mr = detail::gemm_mr<Arch>, vb = detail::gemm_nb<Arch>;
-  constexpr std::size_t nr = detail::gemm_nr<Arch>;
+  constexpr std::size_t nr = detail::gemm_nr<Arch>, W = detail::fbatch<Arch>::size;
   constexpr std::size_t nc = gemm_nc / nr * nr;
   static_assert(nc == gemm_nc, "gemm_nc must be a multiple of every arch's nr");
   static_assert(gemm_mc % mr == 0, "gemm_mc must be a multiple of mr");
@@ -351,13 +403,20 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
   float* const bpack = apack + gemm_kc * gemm_mc;  // 64-byte aligned: gemm_kc*gemm_mc % 16 == 0
   alignas(64) float edge[mr * nr];                 // partial tiles go through this buffer
 
+  // B in place (windows_in_place): the offsets of a block's rows and vectors.
+  std::size_t row_offset[gemm_kc];
+  std::size_t col_offset[gemm_nc];
   for (std::size_t jc = 0; jc < p.n; jc += nc) {
     const std::size_t nb = p.n - jc < nc ? p.n - jc : nc;
     for (std::size_t pc = 0; pc < p.k; pc += gemm_kc) {
       const std::size_t kb = p.k - pc < gemm_kc ? p.k - pc : gemm_kc;
       const bool load = p.accumulate || pc > 0;  // later k blocks continue the stored sums
+      bool in_place = false;
       if (p.b_windows != nullptr) {
-        detail::gemm_pack_b_windows<Arch, nr>(*p.b_windows, jc, nb, pc, kb, bpack);
+        in_place =
+            detail::windows_in_place<W, nr>(*p.b_windows, jc, nb, pc, kb, row_offset, col_offset);
+        if (!in_place)
+          detail::gemm_pack_b_windows<Arch, nr>(*p.b_windows, jc, nb, pc, kb, bpack);
       } else {
         detail::gemm_pack_b<Arch>(p, jc, nb, pc, kb, bpack);
       }
@@ -366,26 +425,17 @@ void gemm_simd(const gemm_problem& p, float* workspace) {
         detail::gemm_pack_a<Arch>(p, ic, mb, pc, kb, apack);
         for (std::size_t jr = 0; jr < nb; jr += nr) {
           const std::size_t cols = nb - jr < nr ? nb - jr : nr;
-          const float* bp = bpack + jr * kb;
-          for (std::size_t ir = 0; ir < mb; ir += mr) {
-            const std::size_t rows = mb - ir < mr ? mb - ir : mr;
-            const float* ap = apack + ir * kb;
-            float* ct = p.c + (ic + ir) * p.ldc + jc + jr;
-            if (rows == mr && cols == nr) {
-              detail::gemm_micro<Arch, mr, vb>(kb, ap, bp, ct, p.ldc, load);
-              continue;
-            }
-            if (load) {
-              for (std::size_t ii = 0; ii < mr; ++ii) {
-                for (std::size_t jj = 0; jj < nr; ++jj)
-                  edge[ii * nr + jj] = ii < rows && jj < cols ? ct[ii * p.ldc + jj] : 0.0f;
-              }
-            }
-            detail::gemm_micro<Arch, mr, vb>(kb, ap, bp, edge, nr, load);
-            for (std::size_t ii = 0; ii < rows; ++ii) {
-              for (std::size_t jj = 0; jj < cols; ++jj)
-                ct[ii * p.ldc + jj] = edge[ii * nr + jj];
-            }
+          const auto tiles = [&](const auto& b_rows) {
+            detail::gemm_column_tiles<Arch>(apack, b_rows, mb, kb, cols, p.c + ic * p.ldc + jc + jr,
+                                            p.ldc, load, edge);
+          };
+          if (in_place) {
+            detail::in_place_b_rows<vb> b_rows{p.b_windows->planes, row_offset, {}};
+            for (std::size_t v = 0; v < vb; ++v)
+              b_rows.col_offset[v] = col_offset[jr / W + v];
+            tiles(b_rows);
+          } else {
+            tiles(detail::packed_b_rows<W, vb>{bpack + jr * kb});
           }
         }
       }

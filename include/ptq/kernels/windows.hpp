@@ -147,7 +147,9 @@ struct padded_plane {
 }
 
 /// B of a GEMM read from windows (gemm_problem::b_windows), over `samples` images whose padded
-/// planes (pad_windows, in the layout `pixel_major` says) lie one after the other at `planes`:
+/// planes (pad_windows, in the layout `pixel_major` says) lie one after the other at `planes`
+/// (or, with `sample_of`, sample s of the GEMM is the planes' sample sample_of[s]: a minibatch
+/// read from planes laid out once for all the samples):
 ///   - columns (pixel_major false): B(q, j) = the value tap (ky, kx) of channel c reads at window
 ///     position p of sample s, for q = (c*kernel_h + ky)*kernel_w + kx and j = s*P + p (P =
 ///     out_h*out_w, p = oy*out_w + ox): im2col's matrix, samples side by side;
@@ -158,6 +160,7 @@ struct gemm_windows {
   window_geometry g;
   const float* planes = nullptr;
   std::size_t samples = 1;
+  const std::size_t* sample_of = nullptr;
   bool pixel_major = false;
   std::size_t j0 = 0;
 };
@@ -188,11 +191,15 @@ struct window_index {
     const std::size_t ky = t / taps_w, kx = t % taps_w;
     return ky * w->g.dilation_h * plane_cols + kx * w->g.dilation_w;
   }
+  /// Offset of sample s's planes.
+  [[nodiscard]] std::size_t sample(std::size_t s) const noexcept {
+    return (w->sample_of != nullptr ? w->sample_of[s] : s) * sample_floats;
+  }
   /// Offset of window position p of sample s (its corner), in plane elements.
   [[nodiscard]] std::size_t corner(std::size_t s, std::size_t p) const noexcept {
     const std::size_t oy = p / out_w, ox = p % out_w;
     const std::size_t at = oy * w->g.stride_h * plane_cols + ox * w->g.stride_w;
-    return s * sample_floats + (w->pixel_major ? at * channels : at);
+    return sample(s) + (w->pixel_major ? at * channels : at);
   }
   /// Offset of (channel c, tap t).
   [[nodiscard]] std::size_t channel_tap(std::size_t c, std::size_t t) const noexcept {
@@ -206,12 +213,16 @@ struct window_index {
                           : corner(j / positions, j % positions);
   }
   /// Offsets of rows q, q+1, ...: three counters (channel, ky, kx; or sample, oy, ox) and their
-  /// strides, stepped without a division.
+  /// strides, stepped without a division; a sample's offset is looked up (window_index::sample).
   struct row_cursor {
     std::size_t idx[3] = {};
     std::size_t extent[3] = {};
     std::size_t stride[3] = {};
-    std::size_t offset = 0;
+    std::size_t offset = 0;                 // of the counters with a stride
+    const window_index* samples = nullptr;  // counter 0 is a sample (rows pixel-major)
+    [[nodiscard]] std::size_t at() const noexcept {
+      return samples != nullptr ? samples->sample(idx[0]) + offset : offset;
+    }
     void next() noexcept {
       for (std::size_t l = 3; l-- > 0;) {
         offset += stride[l];
@@ -226,10 +237,10 @@ struct window_index {
     const window_geometry& g = w->g;
     row_cursor r;
     if (w->pixel_major) {
+      r.samples = this;
       r.extent[0] = w->samples;
       r.extent[1] = g.out_h;
       r.extent[2] = g.out_w;
-      r.stride[0] = sample_floats;
       r.stride[1] = g.stride_h * plane_cols * channels;
       r.stride[2] = g.stride_w * channels;
     } else {
@@ -246,6 +257,14 @@ struct window_index {
     r.offset = r.idx[0] * r.stride[0] + r.idx[1] * r.stride[1] + r.idx[2] * r.stride[2];
     return r;
   }
+  /// Whether columns [j, j+len) are neighbours in the planes. Within one sample (window
+  /// positions) or one row (taps x channels), offsets rise strictly with j, so that holds when
+  /// the last is len - 1 past the first.
+  [[nodiscard]] bool neighbours(std::size_t j, std::size_t len) const noexcept {
+    if (!w->pixel_major && j / positions != (j + len - 1) / positions)
+      return false;
+    return column_offset(j + len - 1) - column_offset(j) == len - 1;
+  }
   /// The step between columns j and j+1 when they are neighbours in the planes (0 if not).
   [[nodiscard]] std::size_t column_step(std::size_t j) const noexcept {
     const std::size_t a = column_offset(j), b = column_offset(j + 1);
@@ -254,6 +273,30 @@ struct window_index {
     return b > a && b - a == w->g.stride_w ? w->g.stride_w : 0;
   }
 };
+
+/// Whether a GEMM can read the block k [p0, p0+kb) x columns [j0, j0+nb) of a gemm_windows B
+/// where it lies instead of packing it: the block is whole NR-column slivers and each of its
+/// W-column vectors is W neighbours in the planes (a row of window positions, or channels of one
+/// tap). Then B(p0+q, j0+v*W+i) = planes[row_offset[q] + col_offset[v] + i] for i < W, with
+/// row_offset[kb] and col_offset[nb/W] filled here.
+template <std::size_t W, std::size_t NR>
+[[nodiscard]] bool windows_in_place(const gemm_windows& w, std::size_t j0, std::size_t nb,
+                                    std::size_t p0, std::size_t kb, std::size_t* row_offset,
+                                    std::size_t* col_offset) noexcept {
+  if (nb % NR != 0)
+    return false;
+  const window_index ix(w);
+  for (std::size_t v = 0; v < nb / W; ++v) {
+    const std::size_t j = w.j0 + j0 + v * W;
+    if (!ix.neighbours(j, W))
+      return false;
+    col_offset[v] = ix.column_offset(j);
+  }
+  window_index::row_cursor cursor = ix.rows_from(p0);
+  for (std::size_t q = 0; q < kb; ++q, cursor.next())
+    row_offset[q] = cursor.at();
+  return true;
+}
 
 /// Packs k [p0, p0+kb) x columns [j0, j0+nb) of a gemm_windows B as NR-column slivers (columns
 /// past nb zero), like gemm_pack_b. Each sliver's columns split into runs that are neighbours in
@@ -271,7 +314,7 @@ void gemm_pack_b_windows(const gemm_windows& w, std::size_t j0, std::size_t nb, 
     const std::size_t rows = kb - q0 < rows_per_block ? kb - q0 : rows_per_block;
     window_index::row_cursor cursor = ix.rows_from(p0 + q0);
     for (std::size_t q = 0; q < rows; ++q, cursor.next())
-      row_offset[q] = cursor.offset;
+      row_offset[q] = cursor.at();
     float* sliver = out + q0 * NR;
     for (std::size_t s = 0; s < nb; s += NR, sliver += kb * NR) {
       const std::size_t cols = nb - s < NR ? nb - s : NR;

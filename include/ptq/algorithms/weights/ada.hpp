@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -23,6 +21,7 @@
 #include "ptq/algorithms/layer/activation_fn.hpp"
 #include "ptq/algorithms/layer/layer_compute.hpp"
 #include "ptq/algorithms/weights/ada_kl.hpp"
+#include "ptq/algorithms/weights/ada_problem.hpp"
 #include "ptq/algorithms/weights/ada_rounding.hpp"
 #include "ptq/algorithms/weights/arq.hpp"
 #include "ptq/core/abi.hpp"
@@ -30,65 +29,6 @@
 
 namespace ptq {
 inline namespace PTQ_ABI_NAMESPACE {
-
-/// Progress of one AdaRound optimisation (reported every `ada_settings::report_every` iterations
-/// and after the last).
-struct ada_progress {
-  std::size_t iteration = 0;  ///< iterations done
-  std::size_t total = 0;      ///< num_iteration
-  double recon_loss = 0.0;    ///< reconstruction loss of the last minibatch
-  double round_loss = 0.0;    ///< rounding regulariser of the last iteration (0 in warm start)
-};
-
-/// ADA settings (JSON `weight_quant_params` of an ada layer, plus the run's own options).
-struct ada_settings {
-  unsigned num_iteration = 10000;
-  float reg_param = 0.01f;
-  float beta_range_start = 20.0f;
-  float beta_range_end = 2.0f;
-  float warm_start = 0.2f;
-  bool channel_wise = true;
-  std::uint64_t seed = 0;       ///< minibatch generator seed
-  std::size_t batch_size = 32;  ///< the toolkit's fixed minibatch
-  detail::adam_params adam{};   ///< the toolkit uses torch's defaults (lr 1e-3)
-  unsigned threads = 1;         ///< results do not depend on it
-  /// The iterations use `threads` only from this many multiply-adds per minibatch forward: below
-  /// it, handing the pool its work (several calls per iteration) costs more than it saves.
-  std::size_t parallel_madds = std::size_t{1} << 20;
-  std::size_t report_every = 100;
-  std::function<void(const ada_progress&)> on_progress;
-};
-
-/// One AdaRound layer and its data. `input` holds `samples` per-sample inputs (the layer's input
-/// with the earlier layers quantized); `target` the matching act(float layer) outputs, or null
-/// to compute them from `input` with the float weight (what `ptq calibrate --ada-data` does).
-struct ada_problem {
-  std::string name = "layer";
-  layer_geometry geometry;
-  const float* weight = nullptr;  ///< native PyTorch layout, float (fused, DMQ-balanced)
-  const float* bias = nullptr;    ///< [Cout] or null
-  activation_desc activation;
-  const float* input = nullptr;
-  const float* target = nullptr;
-  std::size_t samples = 0;
-};
-
-struct ada_result {
-  weight_quant_result params;  ///< scale_w (KL initial scale), offset_w = 0, 8 bits
-  std::vector<float> weight;   ///< the fake-quantized weight with the learned hard rounding
-  std::size_t rounded_up = 0;  ///< weights rounded up (h ≥ 0.5)
-  std::size_t changed = 0;     ///< weights whose rounding differs from round-to-nearest
-};
-
-/// The weight's shape in PyTorch layout (Linear [Cout, Cin], Conv2d [Cout, Cin/g, kh, kw],
-/// ConvTranspose2d [Cin, Cout/g, kh, kw]).
-[[nodiscard]] inline std::vector<std::size_t> weight_shape(const layer_geometry& g) {
-  if (g.type == layer_type::linear)
-    return {g.out_channels, g.in_channels};
-  if (g.type == layer_type::conv_transpose2d)
-    return {g.in_channels, g.out_channels / g.groups, g.kernel_h, g.kernel_w};
-  return {g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
-}
 
 namespace detail {
 
@@ -284,10 +224,12 @@ namespace detail {
   const std::size_t madds = batch * nw * (out / geo.out_channels);
   const unsigned threads = madds >= s.parallel_madds ? s.threads : 1U;
   layer_compute lc(geo, threads, k);
-  std::vector<float> xb(batch * in);
-  std::vector<float> tb(batch * out);
+  // The geometry and activation were checked above: the calls below cannot fail.
+  (void)lc.bind_inputs(p.input, p.samples);
+  std::vector<float> d(batch * out);
   std::vector<float> z(batch * out);
   std::vector<float> y(batch * out);
+  std::vector<double> sample_loss(batch);
   std::vector<float> w(nw);
   std::vector<float> gw(nw);
   std::vector<std::size_t> perm(p.samples);
@@ -305,33 +247,29 @@ namespace detail {
       const std::size_t j = i + static_cast<std::size_t>(rng() % (p.samples - i));
       std::swap(perm[i], perm[j]);
     }
-    kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
-      std::copy_n(p.input + perm[i] * in, in, xb.data() + i * in);
-      std::copy_n(target + perm[i] * out, out, tb.data() + i * out);
-    });
     detail::ada_soft_weight(st, w.data(), k, threads);
-    // The geometry and activation were checked above: these cannot fail.
-    (void)lc.forward(xb.data(), batch, w.data(), p.bias, z.data());
-    // Per sample, on the threads: y = act(z), d = y - target (kept in tb for the loss),
-    // ∂recon/∂y = scale·d, then ∂recon/∂z into y. Element-wise, so the same bits.
+    (void)lc.forward_bound(perm.data(), batch, w.data(), p.bias, z.data());
+    // Per sample, on the threads: y = act(z), d = y - target, ∂recon/∂y = scale·d, then
+    // ∂recon/∂z into y; and the sample's share of the loss. Element-wise, so the same bits.
     const auto scale = static_cast<float>(2.0 / norm);
     kernels::parallel_blocks(batch, threads, [&](std::size_t i) {
       float* yi = y.data() + i * out;
-      float* di = tb.data() + i * out;
+      float* di = d.data() + i * out;
       const float* zi = z.data() + i * out;
+      const float* ti = target + perm[i] * out;
       (void)activation_forward(p.activation, zi, yi, 1, geo.out_channels, spatial);
       for (std::size_t e = 0; e < out; ++e) {
-        di[e] = yi[e] - di[e];
+        di[e] = yi[e] - ti[e];
         yi[e] = scale * di[e];
       }
       (void)activation_backward(p.activation, zi, yi, yi, 1, geo.out_channels, spatial);
+      sample_loss[i] = detail::sum_of_squares(di, out);
     });
-    // The loss is one double sum in element order, as it always was (on one thread).
-    double recon = 0.0;
-    for (std::size_t i = 0; i < batch * out; ++i)
-      recon += static_cast<double>(tb[i]) * static_cast<double>(tb[i]);
+    double recon = 0.0;  // the samples' sums in sample order: the same for every thread count
+    for (const double l : sample_loss)
+      recon += l;
     recon /= norm;
-    (void)lc.weight_grad(xb.data(), batch, y.data(), gw.data());  // y now holds ∂recon/∂z
+    (void)lc.weight_grad_bound(perm.data(), batch, y.data(), gw.data());  // y: ∂recon/∂z
     const float beta = static_cast<double>(t) >= warm
                            ? ada_beta(t, warm, total, s.beta_range_start, s.beta_range_end)
                            : 0.0f;
