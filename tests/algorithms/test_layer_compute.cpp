@@ -446,6 +446,9 @@ TEST_CASE("a depthwise Conv2d: the direct kernels give the im2col + GEMM path's 
   r.pad_h = 3;
   r.pad_w = 0;
   cases.push_back({"5x1, padding wider than half the kernel", r});
+  layer_geometry odd = d;  // a block of 7 lanes: groups of four and three
+  odd.in_channels = odd.out_channels = odd.groups = 7;
+  cases.push_back({"7 channels", odd});
   layer_geometry big = d;  // enough samples that the GEMM path's weight gradient is chunked
   big.in_channels = big.out_channels = big.groups = 64;
   big.in_h = big.in_w = 32;
