@@ -173,6 +173,7 @@ namespace detail {
 struct window_index {
   std::size_t taps_w = 1, taps = 1, positions = 1, out_w = 1;
   std::size_t plane_rows = 0, plane_cols = 0, sample_floats = 0, channels = 1;
+  std::size_t columns = 0;  // of B
   const gemm_windows* w = nullptr;
 
   explicit window_index(const gemm_windows& win) noexcept : w(&win) {
@@ -185,6 +186,7 @@ struct window_index {
     plane_cols = pp.cols;
     channels = win.g.channels;
     sample_floats = padded_sample_floats(win.g);
+    columns = win.pixel_major ? taps * channels : win.samples * positions;
   }
   /// Offset of tap t = ky*kernel_w + kx from a window's corner, in plane elements.
   [[nodiscard]] std::size_t tap(std::size_t t) const noexcept {
@@ -267,6 +269,8 @@ struct window_index {
   }
   /// The step between columns j and j+1 when they are neighbours in the planes (0 if not).
   [[nodiscard]] std::size_t column_step(std::size_t j) const noexcept {
+    if (j + 1 >= columns)  // no column after the last (and no sample after the last to look up)
+      return 0;
     const std::size_t a = column_offset(j), b = column_offset(j + 1);
     if (w->pixel_major)
       return b == a + 1 ? 1 : 0;
