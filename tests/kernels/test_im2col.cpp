@@ -280,16 +280,21 @@ TEST_CASE("B read in place: which blocks qualify, and their offsets", "[im2col][
   using ptq::kernels::detail::window_index;
   using ptq::kernels::detail::windows_in_place;
   std::size_t rows[256], cols[960];
+  // The offsets windows_in_place filled: of each W-float vector and of rows [p0, p0 + kb).
+  const auto check_offsets = [&](const gemm_windows& w, std::size_t vectors, std::size_t p0,
+                                 std::size_t kb) {
+    const window_index ix(w);
+    for (std::size_t v = 0; v < vectors; ++v)
+      CHECK(cols[v] == ix.column_offset(v * 16));
+    for (std::size_t q = 0; q < kb; ++q)
+      CHECK(rows[q] == ix.row_offset(p0 + q));
+  };
   // Windows as columns over 12 x 16 positions: every 16-float vector is one row of positions.
   gemm_windows w;
   w.g = same_size_3x3(3, 12, 16);
   w.samples = 2;
   CHECK(windows_in_place<16, 32>(w, 0, 384, 0, 27, rows, cols));
-  const window_index ix(w);
-  for (std::size_t v = 0; v < 384 / 16; ++v)
-    CHECK(cols[v] == ix.column_offset(v * 16));
-  for (std::size_t q = 0; q < 27; ++q)
-    CHECK(rows[q] == ix.row_offset(q));
+  check_offsets(w, 384 / 16, 0, 27);
   CHECK_FALSE(windows_in_place<16, 32>(w, 0, 368, 0, 27, rows, cols));  // not whole slivers
   w.g = same_size_3x3(3, 12, 12);  // a vector of 16 spans two rows of 12 positions
   w.samples = 4;
@@ -312,11 +317,7 @@ TEST_CASE("B read in place: which blocks qualify, and their offsets", "[im2col][
   w.pixel_major = true;
   w.samples = 10;
   CHECK(windows_in_place<16, 32>(w, 0, 288, 256, 94, rows, cols));
-  const window_index iy(w);
-  for (std::size_t v = 0; v < 288 / 16; ++v)
-    CHECK(cols[v] == iy.column_offset(v * 16));
-  for (std::size_t q = 0; q < 94; ++q)
-    CHECK(rows[q] == iy.row_offset(256 + q));
+  check_offsets(w, 288 / 16, 256, 94);
   // 12 channels a tap: vectors of 4 stay in a tap; one of 16 runs from a kernel row's last tap
   // into the next kernel row's first, which lies elsewhere.
   w.g = same_size_3x3(12, 5, 7);
