@@ -60,6 +60,15 @@ void stream_copy(const float* x, std::size_t n, void* out, std::size_t out_bytes
   baselines().copy(x, n, static_cast<float*>(out), out_bytes < n * sizeof(float));
 }
 
+void bin_index_pass(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
+                    std::int32_t* idx, std::size_t idx_len) noexcept {
+  baselines().bin_index_pass(x, n, lo, hi, bins, idx, idx_len);
+}
+
+void divide(const float* x, std::size_t n, float s, float* out) noexcept {
+  baselines().divide(x, n, s, out);
+}
+
 namespace {
 const madd_loop& peak_loop() {
   static const madd_loop l = for_bench_arch(madd_loop_factory{});

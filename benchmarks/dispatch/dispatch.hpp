@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "ptq/kernels/kernel_set.hpp"
 
@@ -20,6 +21,14 @@ float stream_read(const float* x, std::size_t n) noexcept;
 /// The baseline of a kernel that writes `out_bytes` into `out` while reading x[0..n): that
 /// read with plain stores of n floats (out_bytes = 4n) or of n bytes (out_bytes = n).
 void stream_copy(const float* x, std::size_t n, void* out, std::size_t out_bytes) noexcept;
+
+/// The histogram kernel's first step alone, the bins of x[0..n) into idx[i % idx_len] (n and
+/// idx_len multiples of its block), with the arch of kernels().
+void bin_index_pass(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
+                    std::int32_t* idx, std::size_t idx_len) noexcept;
+
+/// x[i] / s into out[i] (out may be x), with the arch of kernels(): the divider's ceiling.
+void divide(const float* x, std::size_t n, float s, float* out) noexcept;
 
 /// The peak of one thread in GFLOP/s: madd_peak.hpp's loop with the arch of kernels(), best of
 /// five runs of this thread's CPU time (measured once, on first use).

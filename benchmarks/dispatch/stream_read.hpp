@@ -5,6 +5,9 @@
 #include <xsimd/xsimd.hpp>
 
 #include <cstddef>
+#include <cstdint>
+
+#include "ptq/kernels/histogram.hpp"
 
 namespace ptq_bench {
 
@@ -51,13 +54,44 @@ template <class Arch>
     out[i] = x[i];
 }
 
+/// The histogram kernel's first step alone (its ceiling): the bins of x[0..n) (n a multiple of
+/// its block), each block's into idx[i % idx_len] as the kernel does into its block buffer.
+template <class Arch>
+[[gnu::noinline]] void bin_index_pass_simd(const float* x, std::size_t n, float lo, float hi,
+                                           std::size_t bins, std::int32_t* idx,
+                                           std::size_t idx_len) noexcept {
+  constexpr std::size_t block = ptq::kernels::detail::histogram_block;
+  const ptq::kernels::bin_geometry g = ptq::kernels::make_bin_geometry(lo, hi, bins);
+  for (std::size_t i = 0; i + block <= n; i += block)
+    ptq::kernels::detail::bin_indices<Arch>(x + i, block, g, bins, idx + i % idx_len);
+}
+
+/// The ceiling of a kernel that divides every value (fake-quantization's x / s, correctly
+/// rounded as the reference's): x[i] / s into out[i] and nothing else.
+template <class Arch>
+[[gnu::noinline]] void divide_simd(const float* x, std::size_t n, float s, float* out) noexcept {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t W = B::size;
+  const B d(s);
+  std::size_t i = 0;
+  for (; i + W <= n; i += W)
+    (B::load_unaligned(x + i) / d).store_unaligned(out + i);
+  for (; i < n; ++i)
+    out[i] = x[i] / s;
+}
+
 using stream_read_fn = float (*)(const float*, std::size_t) noexcept;
 using stream_copy_fn = void (*)(const float*, std::size_t, float*, bool) noexcept;
+using divide_fn = void (*)(const float*, std::size_t, float, float*) noexcept;
+using bin_index_pass_fn = void (*)(const float*, std::size_t, float, float, std::size_t,
+                                   std::int32_t*, std::size_t) noexcept;
 
 /// The baselines of one arch.
 struct stream_fns {
   stream_read_fn read = nullptr;
   stream_copy_fn copy = nullptr;
+  bin_index_pass_fn bin_index_pass = nullptr;
+  divide_fn divide = nullptr;
 };
 
 /// Functor for xsimd::dispatch: the baselines of the arch it is called with.
@@ -68,7 +102,8 @@ struct stream_read_factory {
 
 template <class Arch>
 stream_fns stream_read_factory::operator()(Arch) const noexcept {
-  return {&stream_read_simd<Arch>, &stream_copy_simd<Arch>};
+  return {&stream_read_simd<Arch>, &stream_copy_simd<Arch>, &bin_index_pass_simd<Arch>,
+          &divide_simd<Arch>};
 }
 
 }  // namespace ptq_bench

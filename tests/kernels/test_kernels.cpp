@@ -158,6 +158,24 @@ TEST_CASE("histogram equals the reference", "[kernels]") {
   }
 }
 
+TEST_CASE("histogram: one bin counted past the 16-bit sub-histograms' range", "[kernels]") {
+  // 300,001 values, 3 in 4 of them 1.0 (bin 2048 of 4096 over [0, 2]): each of the kernels'
+  // two 16-bit sub-histograms sees that bin about 112,500 times, so they must be flushed into
+  // the 64-bit counts before a counter wraps.
+  std::vector<float> x(300001);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = i % 4 == 3 ? static_cast<float>(i % 1000) * 0.002f : 1.0f;
+  std::vector<std::int64_t> want(4096, 0);
+  ptq::kernels::histogram_ref(x.data(), x.size(), 0.0f, 2.0f, want.size(), want.data());
+  REQUIRE(want[2048] == 225001);  // the 1.0s (no spread value is 1.0: i % 1000 is odd)
+  for (const auto& k : ptq_test::available_kernel_sets()) {
+    INFO("arch " << k.arch_name);
+    std::vector<std::int64_t> h(4096, 0);
+    k.histogram(x.data(), x.size(), 0.0f, 2.0f, h.size(), h.data());
+    CHECK(h == want);
+  }
+}
+
 TEST_CASE("histogram of a range wider than FLT_MAX / B: bins computed in double", "[kernels]") {
   // Over [-2^121, 2^121] with 2048 bins, (x - lo) * B reaches 2^133, past FLT_MAX: each value
   // goes to floor((x + 2^121) / 2^111), so 0 to bin 1024, 2^120 to bin 1536, -2^120 to bin 512,

@@ -74,30 +74,63 @@ inline void histogram_ref(const float* x, std::size_t n, float lo, float hi, std
   }
 }
 
-/// SIMD histogram in two steps per block of 256 values: the bin indices of the block are
-/// computed in SIMD (the division is the same IEEE operation as the reference) into a small
-/// array, then counted with one unconditional increment each into two interleaved 32-bit
-/// sub-histograms (short dependency chains when neighbouring values share a bin). A value
-/// outside [lo, hi] gets the extra slot `bins`, which is never read, so the counting loop has no
-/// branch. The sub-histograms are flushed into the 64-bit counts every 2^30 values.
+namespace detail {
+
+/// Values per block of histogram_simd: its bin indices fit in L1 beside the sub-histograms.
+inline constexpr std::size_t histogram_block = 512;
+
+/// The first step of histogram_simd: the bins of x[0..count) (count a multiple of the vector
+/// width) into idx, with the same IEEE operations as bin_of, and `bins` for a value outside
+/// [lo, hi]. The geometry must be valid and not wide.
+template <class Arch>
+void bin_indices(const float* x, std::size_t count, const bin_geometry& g, std::size_t bins,
+                 std::int32_t* idx) noexcept {
+  using B = fbatch<Arch>;
+  const B blo(g.lo), bhi(g.hi), bspan(g.span), bn(g.nbins);
+  const B top(static_cast<float>(bins - 1));
+  const B outside(static_cast<float>(bins));
+  for (std::size_t u = 0; u < count; u += B::size) {
+    const B v = B::load_unaligned(x + u);
+    const auto inside = (v >= blo) & (v <= bhi);
+    // For inside values the quotient is in [0, B]; trunc(min(q, B-1)) == min(trunc(q), B-1).
+    const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
+    xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside))
+        .store_unaligned(idx + u);
+  }
+}
+
+/// The second step: one unconditional increment per index (count even), alternating between
+/// two sub-histograms so that neighbouring values in one bin do not form one dependency chain.
+inline void count_bins(const std::int32_t* idx, std::size_t count, std::uint16_t* h0,
+                       std::uint16_t* h1) noexcept {
+  for (std::size_t l = 0; l < count; l += 2) {
+    ++h0[idx[l]];
+    ++h1[idx[l + 1]];
+  }
+}
+
+}  // namespace detail
+
+/// SIMD histogram in two steps per block of 512 values: detail::bin_indices computes the bins of
+/// the block in SIMD into a small array, detail::count_bins counts them into two interleaved
+/// 16-bit sub-histograms (16 KiB for 4096 bins, so they stay in L1 beside the streamed input,
+/// where 32-bit ones did not). A value outside [lo, hi] gets the extra slot `bins`, which is
+/// never read, so the counting loop has no branch. Each sub-histogram takes half of a block, so
+/// they are flushed into the 64-bit counts before 2 x 65535 values have been counted: no
+/// 16-bit counter can overflow.
 template <class Arch>
 void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size_t bins,
                     std::int64_t* counts) {
-  using B = detail::fbatch<Arch>;
-  constexpr std::size_t W = B::size;
-  constexpr std::size_t block = 256;  // a multiple of 2 * W for every arch
+  constexpr std::size_t block = detail::histogram_block;  // a multiple of 2 * W for every arch
   const bin_geometry g = make_bin_geometry(lo, hi, bins);
   if (!g.valid || g.wide || bins == 0 || n < block) {
     histogram_ref(x, n, lo, hi, bins, counts);
     return;
   }
   const std::size_t stride = bins + 1;
-  std::vector<std::uint32_t> sub(2 * stride, 0u);
-  std::uint32_t* const h0 = sub.data();
-  std::uint32_t* const h1 = h0 + stride;
-  const B blo(g.lo), bhi(g.hi), bspan(g.span), bn(g.nbins);
-  const B top(static_cast<float>(bins - 1));
-  const B outside(static_cast<float>(bins));
+  std::vector<std::uint16_t> sub(2 * stride, 0u);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = h0 + stride;
   alignas(Arch::alignment()) std::int32_t idx[block];
   const auto flush = [&]() {
     for (std::size_t b = 0; b < bins; ++b) {
@@ -105,22 +138,13 @@ void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size
       h0[b] = h1[b] = 0;
     }
   };
-  constexpr std::size_t flush_every = std::size_t{1} << 30;
+  // a counter of h0 or h1 reaches at most since_flush / 2
+  constexpr std::size_t flush_every = 2 * std::size_t{UINT16_MAX} / block * block;
   std::size_t since_flush = 0;
   std::size_t i = 0;
   for (; i + block <= n; i += block) {
-    for (std::size_t u = 0; u < block; u += W) {
-      const B v = B::load_unaligned(x + i + u);
-      const auto inside = (v >= blo) & (v <= bhi);
-      // For inside values the quotient is in [0, B]; trunc(min(q, B-1)) == min(trunc(q), B-1).
-      const B q = ((xsimd::select(inside, v, blo) - blo) * bn) / bspan;
-      xsimd::batch_cast<std::int32_t>(xsimd::select(inside, xsimd::min(q, top), outside))
-          .store_aligned(idx + u);
-    }
-    for (std::size_t l = 0; l < block; l += 2) {
-      ++h0[idx[l]];
-      ++h1[idx[l + 1]];
-    }
+    detail::bin_indices<Arch>(x + i, block, g, bins, idx);
+    detail::count_bins(idx, block, h0, h1);
     since_flush += block;
     if (since_flush >= flush_every) {
       flush();

@@ -90,8 +90,9 @@ template <class Arch>
   B z0(0.0f), z1(0.0f), z2(0.0f), z3(0.0f);
   std::size_t i = 0;
   for (; i + U <= n; i += U) {
-    const B a = B::load_unaligned(x + i), b = B::load_unaligned(x + i + W),
-            c = B::load_unaligned(x + i + 2 * W), d = B::load_unaligned(x + i + 3 * W);
+    const B a = detail::load_shared<Arch>(x + i), b = detail::load_shared<Arch>(x + i + W),
+            c = detail::load_shared<Arch>(x + i + 2 * W),
+            d = detail::load_shared<Arch>(x + i + 3 * W);
     mn0 = xsimd::min(mn0, a);
     mn1 = xsimd::min(mn1, b);
     mn2 = xsimd::min(mn2, c);
