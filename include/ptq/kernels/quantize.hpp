@@ -96,10 +96,11 @@ void store_narrow(const xsimd::batch<std::int32_t, Arch>& q, Int* out) noexcept 
   constexpr bool bytes = sizeof(Int) == 1;
 #if XSIMD_WITH_AVX512F
   if constexpr (is_avx512<Arch>) {
-    if constexpr (bytes)
+    if constexpr (bytes) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtsepi32_epi8(q));
-    else
+    } else {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtsepi32_epi16(q));
+    }
     return;
   }
 #endif
@@ -107,10 +108,11 @@ void store_narrow(const xsimd::batch<std::int32_t, Arch>& q, Int* out) noexcept 
   if constexpr (is_avx<Arch>) {
     const __m256i v = q;
     const __m128i p16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extractf128_si256(v, 1));
-    if constexpr (bytes)
+    if constexpr (bytes) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packs_epi16(p16, p16));
-    else
+    } else {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out), p16);
+    }
     return;
   }
 #endif
@@ -140,9 +142,10 @@ void quantize_simd(const float* x, std::size_t n, const quantizer& qz, Int* out)
   constexpr std::size_t W = B::size;
   const quant_consts<Arch> k(qz);
   std::size_t i = 0;
-  for (; i + W <= n; i += W)
+  for (; i + W <= n; i += W) {
     detail::store_narrow<Arch>(quant_steps_simd<Arch>(B::load_unaligned(x + i), k) + k.offset,
                                out + i);
+  }
   quantize_ref(x + i, n - i, qz, out + i);
 }
 
