@@ -20,6 +20,8 @@ before it quantized (its target from the same data with every AdaRound layer in 
 import copy
 import os
 import subprocess
+import sys
+import weakref
 
 import torch
 
@@ -293,11 +295,20 @@ def _activation_phase(model, session, hooks, batches, saved, last=None):
     """batch_num batches (twice in the bounded mode); `last` (a dict) gets each layer's input of
     the last batch, for its SQNR."""
     enabled = {l for l in session.pending()}
+    lent = {}  # layer -> [(batch, tensor, its version)] that the session may hold instead of a copy
     for p in range(session.activation_passes):
         for b, batch in enumerate(batches):
             def feed(name, x, b=b, first=p == 0):
                 if name in enabled:
-                    session.feed(name, x)
+                    held = lent.setdefault(name, [])
+                    _check_unchanged(name, held)
+                    lend = _owns_its_storage(x)
+                    refs = sys.getrefcount(x)
+                    session.feed(name, x, keep=lend)
+                    if lend and sys.getrefcount(x) > refs:  # the session holds x (one-pass IFMR)
+                        held.append((b, weakref.ref(x), x._version))
+                    if b + 1 == len(batches):
+                        held.clear()  # the layer is finalized: the session let go of them
                     if first:
                         saved.add(f"batch{b}", name, x)
                         if last is not None and b + 1 == len(batches):
@@ -307,6 +318,27 @@ def _activation_phase(model, session, hooks, batches, saved, last=None):
                 _forward(model, batch)
             finally:
                 hooks.on_input = None
+
+
+def _owns_its_storage(x):
+    """Whether the session may hold x instead of copying it: a float32 CPU tensor in C order
+    that is its storage's only view (holding a slice would keep its whole storage alive)."""
+    return (x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous()
+            and x.storage().nbytes() == x.numel() * 4)
+
+
+def _check_unchanged(name, held):
+    """The inputs of `name` that the session holds must not have changed since they were fed: a
+    model that changes a layer's input in place after the layer ran (x.relu_() on it, say)
+    would otherwise calibrate on values the layer never saw."""
+    for b, ref, version in held:
+        x = ref()
+        if x is not None and x._version != version:
+            raise RuntimeError(f"layer '{name}': its input of batch {b} was changed in place "
+                               "after the layer ran (torch's version counter moved); ptq.torch "
+                               "calibrates on the inputs it holds until the layer's last batch: "
+                               "change the model to write a new tensor, or calibrate with "
+                               "activation_mode='bounded', which holds no inputs")
 
 
 def _fold_balance(model, layers, session):

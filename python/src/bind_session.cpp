@@ -239,11 +239,16 @@ void bind_session(py::module_& m) {
           py::arg("name"), py::arg("x"), py::arg("float_input") = py::none())
       .def(
           "feed",
-          [](py_session& s, const std::string& name, const py::object& x) {
-            const ptq::tensor_view v = tensor_of(x, name + " input", "feed(x)");
+          [](py_session& s, const std::string& name, const py::object& x, bool keep) {
+            ptq::tensor_view v = tensor_of(x, name + " input", "feed(x)");
+            if (keep)
+              v.owner = python_owner(x);
             run_released([&] { return s.get().feed(name, v); });
           },
-          py::arg("name"), py::arg("x"))
+          py::arg("name"), py::arg("x"), py::arg("keep") = false,
+          "One batch of the layer's input. keep=True lets the session hold x itself instead of "
+          "a copy where it would copy float32 values in C order (one-pass IFMR), until the layer "
+          "is finalized: x must not change until then.")
       .def("record", [](py_session& s) { return value_or_raise(s.get().record()); })
       .def(
           "weight",

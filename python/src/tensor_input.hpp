@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ptq/core/tensor_view.hpp"
@@ -104,6 +105,19 @@ inline ptq::tensor_view tensor_of(const py::handle& o, std::string name, const s
   }
   v.name = std::move(name);
   return v;
+}
+
+/// A reference to `o` as a tensor_view::owner, so that an observer may keep the view instead of a
+/// copy. Released with the GIL taken, from whichever thread drops the last copy; never after
+/// the interpreter has finalized (the object is then left to the process's exit).
+inline std::shared_ptr<const void> python_owner(const py::handle& o) {
+  PyObject* const p = o.inc_ref().ptr();
+  return std::shared_ptr<const void>(p, [](const void* q) {
+    if (Py_IsInitialized() == 0)
+      return;
+    const py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(const_cast<void*>(q)));
+  });
 }
 
 }  // namespace ptq_python

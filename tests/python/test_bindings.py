@@ -1,6 +1,7 @@
 """The Python module's bindings (ctest python_bindings): tensors reach the library without a copy,
 errors are ptq.Error with their codes and positions, and the numbers are the library's."""
 import os
+import sys
 import tracemalloc
 import unittest
 
@@ -167,6 +168,33 @@ class SessionAndRecord(unittest.TestCase):
         self.assertEqual(ptq.read_record_json(rec.json()), rec)
         self.assertIn("fc", rec.layers)
         self.assertIn("TRT-8601-EntropyCalibration2", rec.export("trt-cache", trt_version="8601"))
+
+    def test_feed_keep_holds_the_batch(self):
+        """keep=True: one-pass IFMR holds the float32 tensor itself until the layer's last batch
+        (its reference count says so) and gives the record a copy gives; HFMG holds nothing."""
+        def session(algo):
+            w = torch.linspace(-1, 1, 24).reshape(3, 8).contiguous()
+            layers = [{"name": "fc", "type": "Linear", "weight": w}]
+            text = "batch_num: 2\n" + ("" if algo == "ifmr" else
+                                         "common_config { hfmg_quantize { num_of_bins: 4096 } }")
+            s = ptq.Session(ptq.parse_config(text), layers)
+            s.quantize_weights()
+            return s
+        batches = [torch.linspace(-3, 5, 64).reshape(8, 8) * (b + 1) for b in range(2)]
+        records = []
+        for keep in (False, True):
+            s = session("ifmr")
+            refs = sys.getrefcount(batches[0])
+            s.feed("fc", batches[0], keep=keep)
+            self.assertEqual(sys.getrefcount(batches[0]), refs + (1 if keep else 0))
+            s.feed("fc", batches[1], keep=keep)  # the last batch: the layer is finalized
+            self.assertEqual(sys.getrefcount(batches[0]), refs)
+            records.append(s.record().text())
+        self.assertEqual(records[0], records[1])
+        s = session("hfmg")
+        refs = sys.getrefcount(batches[0])
+        s.feed("fc", batches[0], keep=True)
+        self.assertEqual(sys.getrefcount(batches[0]), refs)
 
     def test_safetensors_round_trip(self):
         import tempfile

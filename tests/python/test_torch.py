@@ -142,6 +142,32 @@ class RecordsAsTheTool(unittest.TestCase):
         for k, v in model.state_dict().items():
             self.assertTrue(torch.equal(v, before[k]), k)
 
+    def test_input_changed_after_its_layer(self):
+        """ptq.torch lets one-pass IFMR hold the layer inputs instead of copies; a model that
+        changes one in place after its layer ran is an error naming the layer and the batch,
+        not a record of values the layer never saw."""
+        class ChangesFcInput(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(1, 2, 3)
+                self.fc = torch.nn.Linear(2 * 6 * 6, 3)
+
+            def forward(self, x):
+                h = torch.relu(self.conv(x)).flatten(1)
+                y = self.fc(h)
+                h.mul_(2.0)  # fc's input, after fc ran
+                return y
+
+        torch.manual_seed(0)
+        batches = [torch.randn(4, 1, 8, 8) for _ in range(2)]
+        with self.assertRaisesRegex(RuntimeError, "layer 'fc': its input of batch 0 was changed "
+                                                  "in place after the layer ran"):
+            ptq.torch.calibrate(ChangesFcInput().eval(), "batch_num: 2", batches)
+        # The bounded mode holds no inputs, so the same model calibrates.
+        cal = ptq.torch.calibrate(ChangesFcInput().eval(), "batch_num: 2", batches,
+                                  activation_mode="bounded")
+        self.assertIn("fc", cal.record.layers)
+
     def test_too_few_batches(self):
         model, batches, _, _ = digits()
         with self.assertRaisesRegex(ValueError, "batch_num is 2 but 1 batches"):
