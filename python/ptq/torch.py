@@ -295,7 +295,7 @@ def _activation_phase(model, session, hooks, batches, saved, last=None):
     """batch_num batches (twice in the bounded mode); `last` (a dict) gets each layer's input of
     the last batch, for its SQNR."""
     enabled = {l for l in session.pending()}
-    lent = {}  # layer -> [(batch, tensor, its version)] that the session may hold instead of a copy
+    lent = {}  # layer -> [(batch, weak reference, version)] of the inputs the session holds
     for p in range(session.activation_passes):
         for b, batch in enumerate(batches):
             def feed(name, x, b=b, first=p == 0):
@@ -323,8 +323,9 @@ def _activation_phase(model, session, hooks, batches, saved, last=None):
 def _owns_its_storage(x):
     """Whether the session may hold x instead of copying it: a float32 CPU tensor in C order
     that is its storage's only view (holding a slice would keep its whole storage alive)."""
+    storage = getattr(x, "untyped_storage", x.storage)  # torch 2 deprecates storage()
     return (x.dtype == torch.float32 and x.device.type == "cpu" and x.is_contiguous()
-            and x.storage().nbytes() == x.numel() * 4)
+            and storage().nbytes() == x.numel() * 4)
 
 
 def _check_unchanged(name, held):
