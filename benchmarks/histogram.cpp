@@ -43,16 +43,15 @@ static void BM_histogram_step2_counting_16M(benchmark::State& state) {
   std::vector<std::int32_t> idx(x.size());
   ptq_bench::bin_index_pass(x.data(), x.size(), mm.min, mm.max, bins, idx.data(), idx.size());
   std::vector<std::uint16_t> sub(2 * (bins + 1));
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = h0 + bins + 1;
   std::vector<std::int64_t> counts(bins);
-  constexpr std::size_t flush_every = 2 * std::size_t{UINT16_MAX} / block * block;
+  constexpr std::size_t flush_every = ptq::kernels::detail::histogram_flush_every;
   ptq_bench::run_vs_baseline(state, x.data(), x.size(), [&] {
     for (std::size_t i = 0; i < idx.size(); i += flush_every) {
       const std::size_t len = std::min(flush_every, idx.size() - i);
-      ptq::kernels::detail::count_bins(idx.data() + i, len, sub.data(), sub.data() + bins + 1);
-      for (std::size_t b = 0; b < bins; ++b) {
-        counts[b] += sub[b] + sub[bins + 1 + b];
-        sub[b] = sub[bins + 1 + b] = 0;
-      }
+      ptq::kernels::detail::count_bins(idx.data() + i, len, h0, h1);
+      ptq::kernels::detail::flush_bins(h0, h1, bins, counts.data());
     }
     benchmark::DoNotOptimize(counts.data());
   });

@@ -109,6 +109,20 @@ inline void count_bins(const std::int32_t* idx, std::size_t count, std::uint16_t
   }
 }
 
+/// Values count_bins may count between two flushes: each sub-histogram takes half of them, so
+/// no 16-bit counter can pass 65535.
+inline constexpr std::size_t histogram_flush_every =
+    2 * std::size_t{UINT16_MAX} / histogram_block * histogram_block;
+
+/// Adds the two sub-histograms to the 64-bit counts of bins [0, bins) and zeroes them.
+inline void flush_bins(std::uint16_t* h0, std::uint16_t* h1, std::size_t bins,
+                       std::int64_t* counts) noexcept {
+  for (std::size_t b = 0; b < bins; ++b) {
+    counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]);
+    h0[b] = h1[b] = 0;
+  }
+}
+
 }  // namespace detail
 
 /// SIMD histogram in two steps per block of 512 values: detail::bin_indices computes the bins of
@@ -132,26 +146,18 @@ void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size
   std::uint16_t* const h0 = sub.data();
   std::uint16_t* const h1 = h0 + stride;
   alignas(Arch::alignment()) std::int32_t idx[block];
-  const auto flush = [&]() {
-    for (std::size_t b = 0; b < bins; ++b) {
-      counts[b] += static_cast<std::int64_t>(h0[b]) + static_cast<std::int64_t>(h1[b]);
-      h0[b] = h1[b] = 0;
-    }
-  };
-  // a counter of h0 or h1 reaches at most since_flush / 2
-  constexpr std::size_t flush_every = 2 * std::size_t{UINT16_MAX} / block * block;
   std::size_t since_flush = 0;
   std::size_t i = 0;
   for (; i + block <= n; i += block) {
     detail::bin_indices<Arch>(x + i, block, g, bins, idx);
     detail::count_bins(idx, block, h0, h1);
     since_flush += block;
-    if (since_flush >= flush_every) {
-      flush();
+    if (since_flush >= detail::histogram_flush_every) {
+      detail::flush_bins(h0, h1, bins, counts);
       since_flush = 0;
     }
   }
-  flush();
+  detail::flush_bins(h0, h1, bins, counts);
   histogram_ref(x + i, n - i, lo, hi, bins, counts);
 }
 
