@@ -43,7 +43,7 @@ static void BM_histogram_step2_counting_16M(benchmark::State& state) {
   std::vector<std::int32_t> idx(x.size());
   ptq_bench::bin_index_pass(x.data(), x.size(), mm.min, mm.max, bins, idx.data(), idx.size());
   std::vector<std::uint16_t> sub(2 * (bins + 1));
-  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h0 = sub.data() + 1;  // index -1: the values outside the range
   std::uint16_t* const h1 = h0 + bins + 1;
   std::vector<std::int64_t> counts(bins);
   constexpr std::size_t flush_every = ptq::kernels::detail::histogram_flush_every;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <utility>
 #include <vector>
@@ -69,7 +70,12 @@ TEST_CASE("minmax and absmax equal the reference", "[kernels]") {
   std::mt19937 rng(1234);
   for (const auto& k : ptq_test::available_kernel_sets()) {
     INFO("arch " << k.arch_name);
-    for (std::size_t n = 0; n <= 1000; ++n) {
+    // Every length to 1000, and lengths of several 512-value blocks, where the SIMD kernels
+    // count one block while they bin the next.
+    std::vector<std::size_t> lengths(1001);
+    std::iota(lengths.begin(), lengths.end(), std::size_t{0});
+    lengths.insert(lengths.end(), {1024, 1541, 4099});
+    for (std::size_t n : lengths) {
       const auto data = mixed_data(n + 3, rng);
       for (std::size_t off : offsets) {
         const float* x = data.data() + off;
@@ -130,7 +136,12 @@ TEST_CASE("histogram equals the reference", "[kernels]") {
   std::mt19937 rng(7);
   for (const auto& k : ptq_test::available_kernel_sets()) {
     INFO("arch " << k.arch_name);
-    for (std::size_t n = 0; n <= 1000; ++n) {
+    // Every length to 1000, and lengths of several 512-value blocks, where the SIMD kernels
+    // count one block while they bin the next.
+    std::vector<std::size_t> lengths(1001);
+    std::iota(lengths.begin(), lengths.end(), std::size_t{0});
+    lengths.insert(lengths.end(), {1024, 1541, 4099});
+    for (std::size_t n : lengths) {
       const auto data = mixed_data(n + 3, rng);
       for (std::size_t off : offsets) {
         const float* x = data.data() + off;
@@ -226,7 +237,12 @@ TEST_CASE("fused candidate MSE equals the reference", "[kernels]") {
       {-0.1f, 0.1f, 0.0007874f}};
   for (const auto& k : ptq_test::available_kernel_sets()) {
     INFO("arch " << k.arch_name);
-    for (std::size_t n = 0; n <= 1000; ++n) {
+    // Every length to 1000, and lengths of several 512-value blocks, where the SIMD kernels
+    // count one block while they bin the next.
+    std::vector<std::size_t> lengths(1001);
+    std::iota(lengths.begin(), lengths.end(), std::size_t{0});
+    lengths.insert(lengths.end(), {1024, 1541, 4099});
+    for (std::size_t n : lengths) {
       const auto data = mixed_data(n + 3, rng);
       for (std::size_t off : offsets) {
         const float* x = data.data() + off;
@@ -358,7 +374,12 @@ TEST_CASE("fake-quant and quantize equal the reference", "[kernels]") {
                                         {0.5f, 0.0f, -8.0f, 7.0f}};
   for (const auto& k : ptq_test::available_kernel_sets()) {
     INFO("arch " << k.arch_name);
-    for (std::size_t n = 0; n <= 1000; ++n) {
+    // Every length to 1000, and lengths of several 512-value blocks, where the SIMD kernels
+    // count one block while they bin the next.
+    std::vector<std::size_t> lengths(1001);
+    std::iota(lengths.begin(), lengths.end(), std::size_t{0});
+    lengths.insert(lengths.end(), {1024, 1541, 4099});
+    for (std::size_t n : lengths) {
       const auto data = mixed_data(n + 3, rng);
       for (std::size_t off : offsets) {
         const float* x = data.data() + off;
