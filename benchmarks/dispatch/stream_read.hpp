@@ -61,9 +61,10 @@ template <class Arch>
                                            std::size_t bins, std::int32_t* idx,
                                            std::size_t idx_len) noexcept {
   constexpr std::size_t block = ptq::kernels::detail::histogram_block;
-  const ptq::kernels::bin_geometry g = ptq::kernels::make_bin_geometry(lo, hi, bins);
+  const ptq::kernels::detail::bin_batch_consts<Arch> c(
+      ptq::kernels::make_bin_geometry(lo, hi, bins), bins);
   for (std::size_t i = 0; i + block <= n; i += block)
-    ptq::kernels::detail::bin_indices<Arch>(x + i, block, g, bins, idx + i % idx_len);
+    ptq::kernels::detail::bin_indices<Arch>(x + i, block, c, idx + i % idx_len);
 }
 
 /// The ceiling of a kernel that divides every value (fake-quantization's x / s, correctly

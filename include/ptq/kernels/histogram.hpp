@@ -125,10 +125,9 @@ inline void prefetch_once(const float* p) noexcept {
 /// The first step of histogram_simd alone: the bins of x[0..count) (count a multiple of the
 /// vector width) into idx, as bin_batch gives them.
 template <class Arch>
-void bin_indices(const float* x, std::size_t count, const bin_geometry& g, std::size_t bins,
+void bin_indices(const float* x, std::size_t count, const bin_batch_consts<Arch>& c,
                  std::int32_t* idx) noexcept {
   using B = fbatch<Arch>;
-  const bin_batch_consts<Arch> c(g, bins);
   for (std::size_t u = 0; u < count; u += B::size)
     bin_batch<Arch>(B::load_unaligned(x + u), c).store_unaligned(idx + u);
 }
@@ -202,7 +201,7 @@ void histogram_simd(const float* x, std::size_t n, float lo, float hi, std::size
   std::uint16_t* const h1 = h0 + bins + 1;
   const detail::bin_batch_consts<Arch> c(g, bins);
   alignas(Arch::alignment()) std::int32_t idx[2][block];
-  detail::bin_indices<Arch>(x, block, g, bins, idx[0]);
+  detail::bin_indices<Arch>(x, block, c, idx[0]);
   std::size_t counted = 0;  // by the sub-histograms since their last flush
   std::size_t cur = 0;      // idx[cur] holds the bins of the block before x + i
   std::size_t i = block;
